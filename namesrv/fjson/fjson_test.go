@@ -1,0 +1,207 @@
+package fjson
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// readAll decodes a document into a Value and checks nothing follows it.
+func readAll(t testing.TB, doc string) (Value, error) {
+	t.Helper()
+	r := NewReader([]byte(doc))
+	v, err := r.Value()
+	if err != nil {
+		return v, err
+	}
+	return v, r.End()
+}
+
+func TestReaderAcceptsWhatFastjsonWrites(t *testing.T) {
+	tests := []struct {
+		name, in, legacy, standard string
+	}{
+		{"standard object", `{"a":1,"b":"x"}`, `{"a":1,"b":"x"}`, `{"a":1,"b":"x"}`},
+		{"bare integer keys", `{0:"10.0.0.1:10911",1:"10.0.0.2:10911"}`, `{0:"10.0.0.1:10911",1:"10.0.0.2:10911"}`, `{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"}`},
+		{"whitespace everywhere", " { \"a\" : [ 1 , 2 ] ,\n\t\"b\" : null } ", `{"a":[1,2],"b":null}`, `{"a":[1,2],"b":null}`},
+		{"single quotes", `{'a':'it''s'}`, ``, ``},
+		{"trailing commas", `{"a":[1,2,],}`, `{"a":[1,2]}`, `{"a":[1,2]}`},
+		{"escapes", `"a\"b\\c\/d\n\u00e9\ud83d\ude00"`, "\"a\\\"b\\\\c/d\\né😀\"", `"a\"b\\c\/d\n\u00E9\uD83D\uDE00"`},
+		{"nested", `{"currIdMap":{0:0,1:1},"epoch":1700000000000,"dirty":false}`, `{"currIdMap":{0:0,1:1},"epoch":1700000000000,"dirty":false}`, `{"currIdMap":{"0":0,"1":1},"epoch":1700000000000,"dirty":false}`},
+		{"negative and exponent", `[-1,2.5e3,true,false]`, `[-1,2.5e3,true,false]`, `[-1,2.5e3,true,false]`},
+		{"empty containers", `{"a":{},"b":[]}`, `{"a":{},"b":[]}`, `{"a":{},"b":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := readAll(t, tt.in)
+			if tt.legacy == "" {
+				if err == nil {
+					t.Fatalf("accepted %q", tt.in)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("read %q: %v", tt.in, err)
+			}
+			if got := string(AppendValue(nil, &v, Legacy)); got != tt.legacy {
+				t.Errorf("legacy = %s, want %s", got, tt.legacy)
+			}
+			if got := string(AppendValue(nil, &v, Standard)); got != tt.standard {
+				t.Errorf("standard = %s, want %s", got, tt.standard)
+			}
+		})
+	}
+}
+
+func TestSingleQuotedStrings(t *testing.T) {
+	v, err := readAll(t, `{'a':'b"c'}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(AppendValue(nil, &v, Legacy)); got != `{"a":"b\"c"}` {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestReaderRejectsMalformedInput(t *testing.T) {
+	tests := map[string]string{
+		"empty":             ``,
+		"unterminated obj":  `{"a":1`,
+		"unterminated arr":  `[1,2`,
+		"unterminated str":  `"abc`,
+		"missing colon":     `{"a" 1}`,
+		"missing comma":     `{"a":1 "b":2}`,
+		"bad escape":        `"\x"`,
+		"short unicode":     `"\u12"`,
+		"garbage":           `@`,
+		"bad literal":       `nul`,
+		"lone minus":        `-`,
+		"trailing garbage":  `{} x`,
+		"key without value": `{"a":}`,
+		"array as key":      `{[]:1}`,
+	}
+	for name, in := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := readAll(t, in)
+			if !errors.Is(err, ErrSyntax) {
+				t.Fatalf("read %q: err = %v, want a syntax error", in, err)
+			}
+		})
+	}
+}
+
+func TestDepthIsBounded(t *testing.T) {
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	if _, err := readAll(t, deep); err == nil || !strings.Contains(err.Error(), "nesting") {
+		t.Fatalf("err = %v, want a nesting error", err)
+	}
+	ok := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
+	if _, err := readAll(t, ok); err != nil {
+		t.Fatalf("depth %d refused: %v", MaxDepth, err)
+	}
+}
+
+func TestTypedReads(t *testing.T) {
+	r := NewReader([]byte(`{"n":"42","b":"TRUE","i":-7,"big":9223372036854775807,"min":-9223372036854775808,"nul":null}`))
+	if err := r.BeginObject(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for {
+		k, ok, err := r.NextKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "b":
+			got["b"], err = r.Bool()
+		case "nul":
+			got["nul"], err = r.Int64()
+		default:
+			got[string(k)], err = r.Int64()
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	want := map[string]any{"n": int64(42), "b": true, "i": int64(-7), "big": int64(9223372036854775807), "min": int64(-9223372036854775808), "nul": int64(0)}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func TestIntErrors(t *testing.T) {
+	for _, in := range []string{`"abc"`, `9223372036854775808`, `1.5`, `{}`, `true`} {
+		if _, err := NewReader([]byte(in)).Int64(); err == nil {
+			t.Errorf("Int64(%s) accepted", in)
+		}
+	}
+	if _, err := NewReader([]byte(`4294967296`)).Int32(); err == nil {
+		t.Error("Int32 accepted a 33-bit value")
+	}
+}
+
+func TestParseBoolIsJavas(t *testing.T) {
+	for in, want := range map[string]bool{"true": true, "TRUE": true, "True": true, "false": false, "yes": false, "1": false, "": false, "truex": false} {
+		if got := ParseBool([]byte(in)); got != want {
+			t.Errorf("ParseBool(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestAppendStringDialects(t *testing.T) {
+	tests := []struct{ in, legacy, standard string }{
+		{`värde/&<"x">`, `"värde/&<\"x\">"`, `"v\u00E4rde\/&<\"x\">"`},
+		{"tab\there\x01", `"tab\there\u0001"`, `"tab\there\u0001"`},
+		{"emoji 😀", `"emoji 😀"`, `"emoji \uD83D\uDE00"`},
+		{"bad \xff utf8", "\"bad \xff utf8\"", `"bad \uFFFD utf8"`},
+	}
+	for _, tt := range tests {
+		if got := string(AppendString(nil, tt.in, Legacy)); got != tt.legacy {
+			t.Errorf("legacy(%q) = %s, want %s", tt.in, got, tt.legacy)
+		}
+		if got := string(AppendString(nil, []byte(tt.in), Standard)); got != tt.standard {
+			t.Errorf("standard(%q) = %s, want %s", tt.in, got, tt.standard)
+		}
+	}
+}
+
+func TestAppendIntKey(t *testing.T) {
+	if got := string(AppendIntKey(nil, 10, Legacy)); got != "10:" {
+		t.Errorf("legacy = %s", got)
+	}
+	if got := string(AppendIntKey(nil, 10, Standard)); got != `"10":` {
+		t.Errorf("standard = %s", got)
+	}
+}
+
+// FuzzReader checks that no input panics the reader and that whatever it
+// accepts survives a write and a second read unchanged.
+func FuzzReader(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{0:"x",1:"y"}`, `[1,"a",null,true,{'k':[]}]`, `"\u00e9\ud83d\ude00"`, `{"a":[1,2,],}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(data)
+		v, err := r.Value()
+		if err != nil {
+			return
+		}
+		for _, d := range []Dialect{Legacy, Standard} {
+			out := AppendValue(nil, &v, d)
+			again, err := NewReader(out).Value()
+			if err != nil {
+				t.Fatalf("re-reading %s: %v", out, err)
+			}
+			if out2 := AppendValue(nil, &again, d); string(out2) != string(out) {
+				t.Fatalf("not stable: %s then %s", out, out2)
+			}
+		}
+		_ = NewReader(data).Skip()
+	})
+}
