@@ -1,0 +1,322 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// clearEnv unsets every NAMESRV_* variable a flag could fall back to, so the
+// developer's environment cannot leak into a test.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, s := range flagSpecs {
+		t.Setenv(EnvName(s.long), "")
+	}
+}
+
+func resolve(t *testing.T, args ...string) (*CommandLine, *Config, []Property, []string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	fs, cl := NewCommandLine("namesrv", &out)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("Parse(%q): %v\n%s", args, err, out.String())
+	}
+	cfg, extra, unknown, err := cl.Resolve()
+	return cl, cfg, extra, unknown, err
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestResolveDefaults(t *testing.T) {
+	setHome(t)
+	clearEnv(t)
+	cl, cfg, extra, unknown, err := resolve(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg != *Default() || extra != nil || unknown != nil {
+		t.Fatalf("no flags: cfg %+v extra %q unknown %q", cfg, extra, unknown)
+	}
+	if cl.PrintConfig || cl.LogFormat != "text" || cl.LogLevel != slog.LevelInfo {
+		t.Fatalf("options = %v %q %v", cl.PrintConfig, cl.LogFormat, cl.LogLevel)
+	}
+}
+
+func TestResolveJavaSampleFile(t *testing.T) {
+	setHome(t)
+	clearEnv(t)
+	path, err := filepath.Abs(filepath.Join("testdata", "namesrv.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-c", path}, {"--config-file", path}, {"-config-file=" + path}} {
+		_, cfg, extra, unknown, err := resolve(t, args...)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if cfg.ListenPort != 9877 || !cfg.OrderMessageEnable || cfg.EnableTopicList || cfg.ProductEnvName != "prod east" ||
+			cfg.ScanNotActiveBrokerInterval != 10000 || cfg.ServerChannelMaxIdleTimeSeconds != 180 ||
+			cfg.RocketmqHome != "/opt/rocketmq" || cfg.ServerWorkerThreads != 16 ||
+			cfg.ConfigBlackList != "configBlackList;configStorePath;kvConfigPath;listenPort" {
+			t.Fatalf("%q: file not applied: %+v", args, cfg)
+		}
+		if cfg.ConfigStorePath != path {
+			t.Fatalf("configStorePath = %q, want the -c path %q", cfg.ConfigStorePath, path)
+		}
+		if want := props("clientWorkerThreads", "4", "connectTimeoutMillis", "3000"); !reflect.DeepEqual(extra, want) {
+			t.Fatalf("extra = %q, want %q", extra, want)
+		}
+		if want := []string{"clientWorkerThreads", "connectTimeoutMillis"}; !reflect.DeepEqual(unknown, want) {
+			t.Fatalf("unknown = %q, want %q", unknown, want)
+		}
+	}
+}
+
+func TestResolveUnknownKeysSorted(t *testing.T) {
+	setHome(t)
+	clearEnv(t)
+	path := writeFile(t, t.TempDir(), "n.conf", "zeta=1\nlistenPort=1\nalpha=2\nmid=3\n")
+	_, _, extra, unknown, err := resolve(t, "-c", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"alpha", "mid", "zeta"}; !reflect.DeepEqual(unknown, want) {
+		t.Fatalf("unknown = %q, want %q", unknown, want)
+	}
+	if want := props("zeta", "1", "alpha", "2", "mid", "3"); !reflect.DeepEqual(extra, want) {
+		t.Fatalf("extra = %q, want file order %q", extra, want)
+	}
+}
+
+func TestResolveConfigStorePath(t *testing.T) {
+	home := setHome(t)
+	dir := t.TempDir()
+	plain := writeFile(t, dir, "plain.conf", "listenPort=1\n")
+	explicit := writeFile(t, dir, "explicit.conf", "configStorePath=/data/namesrv.properties\n")
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"no file: Java default", nil, "", filepath.Join(home, "namesrv", "namesrv.properties")},
+		{"the -c path, as in Java", []string{"-c", plain}, "", plain},
+		{"the file's own setting (read-only ConfigMap)", []string{"-c", explicit}, "", "/data/namesrv.properties"},
+		{"environment beats the file", []string{"-c", explicit}, "/env/p", "/env/p"},
+		{"flag beats everything", []string{"-c", plain, "--config-store-path", "/flag/p"}, "/env/p", "/flag/p"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("NAMESRV_CONFIG_STORE_PATH", tt.env)
+			_, cfg, _, _, err := resolve(t, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ConfigStorePath != tt.want {
+				t.Fatalf("configStorePath = %q, want %q", cfg.ConfigStorePath, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	setHome(t)
+	file := writeFile(t, t.TempDir(), "n.conf", "listenPort=1111\nbindAddress=10.0.0.1\nhttpPort=1\n")
+	tests := []struct {
+		name       string
+		file, flag bool
+		env        string
+		want       int
+	}{
+		{"default", false, false, "", 9876},
+		{"file", true, false, "", 1111},
+		{"env over default", false, false, "2222", 2222},
+		{"env over file", true, false, "2222", 2222},
+		{"flag over default", false, true, "", 3333},
+		{"flag over file", true, true, "", 3333},
+		{"flag over env and file", true, true, "2222", 3333},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Setenv("NAMESRV_LISTEN_PORT", tt.env)
+			var args []string
+			if tt.file {
+				args = append(args, "-c", file)
+			}
+			if tt.flag {
+				args = append(args, "--listen-port", "3333")
+			}
+			_, cfg, _, _, err := resolve(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ListenPort != tt.want {
+				t.Fatalf("listenPort = %d, want %d", cfg.ListenPort, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveEveryPropertyFlagAndEnv(t *testing.T) {
+	setHome(t)
+	tests := []struct {
+		flag, env, prop, value string
+	}{
+		{"bind-address", "NAMESRV_BIND_ADDRESS", "bindAddress", "127.0.0.7"},
+		{"listen-port", "NAMESRV_LISTEN_PORT", "listenPort", "19876"},
+		{"http-port", "NAMESRV_HTTP_PORT", "httpPort", "0"},
+		{"kv-config-path", "NAMESRV_KV_CONFIG_PATH", "kvConfigPath", "/kv/kvConfig.json"},
+		{"config-store-path", "NAMESRV_CONFIG_STORE_PATH", "configStorePath", "/cfg/namesrv.properties"},
+		{"address-file", "NAMESRV_ADDRESS_FILE", "addressFile", "/etc/namesrv/addresses"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag, func(t *testing.T) {
+			clearEnv(t)
+			for _, args := range [][]string{{"--" + tt.flag, tt.value}, {"-" + tt.flag + "=" + tt.value}} {
+				_, cfg, _, _, err := resolve(t, args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := cfg.Get(tt.prop); got != tt.value {
+					t.Fatalf("%q: %s = %q, want %q", args, tt.prop, got, tt.value)
+				}
+			}
+			t.Setenv(tt.env, tt.value)
+			_, cfg, _, _, err := resolve(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := cfg.Get(tt.prop); got != tt.value {
+				t.Fatalf("env %s: %s = %q, want %q", tt.env, tt.prop, got, tt.value)
+			}
+		})
+	}
+}
+
+func TestResolveConfigFileFromEnv(t *testing.T) {
+	setHome(t)
+	clearEnv(t)
+	path := writeFile(t, t.TempDir(), "n.conf", "orderMessageEnable=true\n")
+	t.Setenv("NAMESRV_CONFIG_FILE", path)
+	_, cfg, _, _, err := resolve(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.OrderMessageEnable || cfg.ConfigStorePath != path {
+		t.Fatalf("NAMESRV_CONFIG_FILE not used: %+v", cfg)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	setHome(t)
+	dir := t.TempDir()
+	badValue := writeFile(t, dir, "bad.conf", "listenPort=98a76\n")
+	badEscape := writeFile(t, dir, "esc.conf", "a=1\nb=\\u12\n")
+	tests := []struct {
+		name string
+		args []string
+		env  [2]string
+		want []string
+	}{
+		{"missing file", []string{"-c", filepath.Join(dir, "none.conf")}, [2]string{}, []string{"none.conf"}},
+		{"file value", []string{"-c", badValue}, [2]string{}, []string{"bad.conf", "listenPort", `"98a76"`}},
+		{"file escape", []string{"-c", badEscape}, [2]string{}, []string{"esc.conf", "line 2", "malformed"}},
+		{"flag value", []string{"--listen-port", "x"}, [2]string{}, []string{"--listen-port", "listenPort", `"x"`}},
+		{"env value", nil, [2]string{"NAMESRV_HTTP_PORT", "80a"}, []string{"NAMESRV_HTTP_PORT", "httpPort", `"80a"`}},
+		{"log format", []string{"--log-format", "xml"}, [2]string{}, []string{"--log-format", "xml"}},
+		{"log level", []string{"--log-level", "trace"}, [2]string{}, []string{"--log-level", "trace"}},
+		{"log level offset", nil, [2]string{"NAMESRV_LOG_LEVEL", "info+2"}, []string{"NAMESRV_LOG_LEVEL"}},
+		{"print flag", nil, [2]string{"NAMESRV_PRINT_CONFIG", "maybe"}, []string{"NAMESRV_PRINT_CONFIG", "maybe"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			if tt.env[0] != "" {
+				t.Setenv(tt.env[0], tt.env[1])
+			}
+			_, cfg, _, _, err := resolve(t, tt.args...)
+			if err == nil {
+				t.Fatalf("no error, cfg %+v", cfg)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveOptions(t *testing.T) {
+	setHome(t)
+	tests := []struct {
+		name   string
+		args   []string
+		env    [2]string
+		print  bool
+		format string
+		level  slog.Level
+	}{
+		{"-p", []string{"-p"}, [2]string{}, true, "text", slog.LevelInfo},
+		{"--print-config", []string{"--print-config"}, [2]string{}, true, "text", slog.LevelInfo},
+		{"print from env", nil, [2]string{"NAMESRV_PRINT_CONFIG", "TRUE"}, true, "text", slog.LevelInfo},
+		{"flag false beats env", []string{"-p=false"}, [2]string{"NAMESRV_PRINT_CONFIG", "true"}, false, "text", slog.LevelInfo},
+		{"json", []string{"--log-format", "json"}, [2]string{}, false, "json", slog.LevelInfo},
+		{"format from env", nil, [2]string{"NAMESRV_LOG_FORMAT", "JSON"}, false, "json", slog.LevelInfo},
+		{"debug", []string{"--log-level=debug"}, [2]string{}, false, "text", slog.LevelDebug},
+		{"level from env", nil, [2]string{"NAMESRV_LOG_LEVEL", "warn"}, false, "text", slog.LevelWarn},
+		{"error", []string{"-log-level", "ERROR"}, [2]string{}, false, "text", slog.LevelError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			if tt.env[0] != "" {
+				t.Setenv(tt.env[0], tt.env[1])
+			}
+			cl, _, _, _, err := resolve(t, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl.PrintConfig != tt.print || cl.LogFormat != tt.format || cl.LogLevel != tt.level {
+				t.Fatalf("got print=%v format=%q level=%v", cl.PrintConfig, cl.LogFormat, cl.LogLevel)
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, arg := range []string{"-h", "--help"} {
+		var out bytes.Buffer
+		fs, _ := NewCommandLine("namesrv", &out)
+		if err := fs.Parse([]string{arg}); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("Parse(%s) = %v, want flag.ErrHelp", arg, err)
+		}
+		usage := out.String()
+		for _, want := range []string{
+			"-c, --config-file FILE", "-p, --print-config", "--bind-address ADDR", "--listen-port PORT",
+			"--http-port PORT", "--kv-config-path FILE", "--config-store-path FILE", "--address-file FILE",
+			"--log-format text|json", "--log-level LEVEL", "$NAMESRV_BIND_ADDRESS", "$NAMESRV_CONFIG_FILE",
+			"namesrv -p", "orderMessageEnable", "flag > environment > config file > default",
+		} {
+			if !strings.Contains(usage, want) {
+				t.Errorf("%s: usage lacks %q:\n%s", arg, want, usage)
+			}
+		}
+	}
+}

@@ -1,0 +1,367 @@
+// Package config holds the NameServer configuration: every property of the
+// Java NameServer (NamesrvConfig and NettyServerConfig, same names and
+// defaults, protocol doc §4) plus a few Go additions, the Java properties text
+// format they are read from and printed in, the command line, and the live
+// store behind GET_NAMESRV_CONFIG (319) and UPDATE_NAMESRV_CONFIG (318).
+//
+// The Config struct is the registry: each field carries its property name,
+// default, runtime effect and a one-line doc in struct tags, so adding a key is
+// adding one field. Reflection runs only when configuration is loaded, printed
+// or updated, never on the request path; readers use plain field access on an
+// immutable snapshot.
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Config is the effective NameServer configuration. Every field maps to one
+// property named like the Java field. A *Config obtained from Store.Load is
+// shared and must not be modified.
+//
+// Tags: prop is the property name, default its default (${user.home} and
+// ${ENV_VAR} are expanded), effect one of the Effect values, doc a one-line
+// description, min/max optional inclusive bounds for integers.
+type Config struct {
+	// NamesrvConfig (protocol doc §4.2).
+
+	RocketmqHome                         string `prop:"rocketmqHome" default:"${ROCKETMQ_HOME}" effect:"none" doc:"RocketMQ installation directory; Java refuses to start without it, this server does not need it"`
+	KVConfigPath                         string `prop:"kvConfigPath" default:"${user.home}/namesrv/kvConfig.json" effect:"restart" doc:"file holding the KV table of codes 100/101/102/219"`
+	ConfigStorePath                      string `prop:"configStorePath" default:"${user.home}/namesrv/namesrv.properties" effect:"live" doc:"file UPDATE_NAMESRV_CONFIG rewrites; defaults to the -c file unless that file sets it"`
+	ProductEnvName                       string `prop:"productEnvName" default:"center" effect:"none" doc:"environment name of Java's clusterTest mode"`
+	ClusterTest                          bool   `prop:"clusterTest" default:"false" effect:"none" doc:"Java's cross-environment route fallback; not implemented"`
+	OrderMessageEnable                   bool   `prop:"orderMessageEnable" default:"false" effect:"live" doc:"add orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace to routes"`
+	ConfigBlackList                      string `prop:"configBlackList" default:"configBlackList;configStorePath;kvConfigPath" effect:"live" doc:"';'-separated keys UPDATE_NAMESRV_CONFIG refuses (rocketmqHome and the defaults are always refused)"`
+	ReturnOrderTopicConfigToBroker       bool   `prop:"returnOrderTopicConfigToBroker" default:"true" effect:"live" doc:"attach the ORDER_TOPIC_CONFIG KV table to REGISTER_BROKER answers"`
+	ClientRequestThreadPoolNums          int    `prop:"clientRequestThreadPoolNums" default:"8" min:"1" effect:"restart" doc:"concurrency for route queries (code 105)"`
+	DefaultThreadPoolNums                int    `prop:"defaultThreadPoolNums" default:"16" min:"1" effect:"restart" doc:"concurrency for every other code"`
+	ClientRequestThreadPoolQueueCapacity int    `prop:"clientRequestThreadPoolQueueCapacity" default:"50000" min:"1" effect:"restart" doc:"queued route queries before SYSTEM_BUSY"`
+	DefaultThreadPoolQueueCapacity       int    `prop:"defaultThreadPoolQueueCapacity" default:"10000" min:"1" effect:"restart" doc:"queued other requests before SYSTEM_BUSY"`
+	ScanNotActiveBrokerInterval          int64  `prop:"scanNotActiveBrokerInterval" default:"5000" min:"1" effect:"restart" doc:"period of the expired-broker scan, milliseconds"`
+	UnRegisterBrokerQueueCapacity        int    `prop:"unRegisterBrokerQueueCapacity" default:"3000" min:"1" effect:"restart" doc:"capacity of the batched unregistration queue"`
+	SupportActingMaster                  bool   `prop:"supportActingMaster" default:"false" effect:"live" doc:"rewrite routes so a slave acts as master when the master is gone"`
+	EnableAllTopicList                   bool   `prop:"enableAllTopicList" default:"true" effect:"live" doc:"answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)"`
+	EnableTopicList                      bool   `prop:"enableTopicList" default:"true" effect:"live" doc:"answer codes 224, 311, 312 and 313"`
+	NotifyMinBrokerIdChanged             bool   `prop:"notifyMinBrokerIdChanged" default:"false" effect:"live" doc:"send NOTIFY_MIN_BROKER_ID_CHANGE (905) to brokers"`
+	EnableControllerInNamesrv            bool   `prop:"enableControllerInNamesrv" default:"false" effect:"none" doc:"embed Java's DLedger controller; not implemented"`
+	NeedWaitForService                   bool   `prop:"needWaitForService" default:"false" effect:"live" doc:"refuse route queries for waitSecondsForService after start"`
+	WaitSecondsForService                int    `prop:"waitSecondsForService" default:"45" min:"0" effect:"live" doc:"length of that wait, seconds"`
+	DeleteTopicWithBrokerRegistration    bool   `prop:"deleteTopicWithBrokerRegistration" default:"false" effect:"live" doc:"drop a master's topics missing from its registration"`
+
+	// NettyServerConfig (protocol doc §4.3). listenPort is 9876, the value
+	// NamesrvStartup sets before reading the -c file.
+
+	BindAddress                        string `prop:"bindAddress" default:"0.0.0.0" effect:"restart" doc:"address the remoting server listens on"`
+	ListenPort                         int    `prop:"listenPort" default:"9876" min:"0" max:"65535" effect:"restart" doc:"port the remoting server listens on"`
+	ServerWorkerThreads                int    `prop:"serverWorkerThreads" default:"8" effect:"none" doc:"Netty worker threads; goroutines need none"`
+	ServerCallbackExecutorThreads      int    `prop:"serverCallbackExecutorThreads" default:"0" effect:"none" doc:"Netty callback threads; unused"`
+	ServerSelectorThreads              int    `prop:"serverSelectorThreads" default:"3" effect:"none" doc:"Netty selector threads; unused"`
+	ServerOnewaySemaphoreValue         int    `prop:"serverOnewaySemaphoreValue" default:"256" effect:"none" doc:"Netty limit of outbound oneway requests; unused"`
+	ServerAsyncSemaphoreValue          int    `prop:"serverAsyncSemaphoreValue" default:"64" effect:"none" doc:"Netty limit of outbound async requests; unused"`
+	ServerChannelMaxIdleTimeSeconds    int    `prop:"serverChannelMaxIdleTimeSeconds" default:"120" min:"0" effect:"restart" doc:"close a connection idle this long (evicting its broker), seconds; 0 disables"`
+	ServerSocketSndBufSize             int    `prop:"serverSocketSndBufSize" default:"0" min:"0" effect:"restart" doc:"socket send buffer, bytes; 0 keeps the OS default"`
+	ServerSocketRcvBufSize             int    `prop:"serverSocketRcvBufSize" default:"0" min:"0" effect:"restart" doc:"socket receive buffer, bytes; 0 keeps the OS default"`
+	WriteBufferHighWaterMark           int    `prop:"writeBufferHighWaterMark" default:"0" effect:"none" doc:"Netty write buffer high water mark; unused"`
+	WriteBufferLowWaterMark            int    `prop:"writeBufferLowWaterMark" default:"0" effect:"none" doc:"Netty write buffer low water mark; unused"`
+	ServerSocketBacklog                int    `prop:"serverSocketBacklog" default:"1024" effect:"none" doc:"listen backlog; Go uses the OS setting"`
+	ServerNettyWorkerGroupEnable       bool   `prop:"serverNettyWorkerGroupEnable" default:"true" effect:"none" doc:"Netty worker group switch; unused"`
+	ServerPooledByteBufAllocatorEnable bool   `prop:"serverPooledByteBufAllocatorEnable" default:"true" effect:"none" doc:"Netty pooled buffers; unused"`
+	EnableShutdownGracefully           bool   `prop:"enableShutdownGracefully" default:"false" effect:"live" doc:"on shutdown answer GO_AWAY for shutdownWaitTimeSeconds before closing"`
+	ShutdownWaitTimeSeconds            int    `prop:"shutdownWaitTimeSeconds" default:"30" min:"0" effect:"live" doc:"length of that drain, seconds"`
+	UseEpollNativeSelector             bool   `prop:"useEpollNativeSelector" default:"false" effect:"none" doc:"Netty epoll transport; unused"`
+
+	// Go additions.
+
+	FrameMaxLength int    `prop:"frameMaxLength" default:"16777216" min:"1" effect:"restart" doc:"largest accepted frame, bytes (Java's -Dcom.rocketmq.remoting.frameMaxLength)"`
+	HTTPPort       int    `prop:"httpPort" default:"8080" min:"0" max:"65535" effect:"restart" doc:"port of health, metrics and the address server /rocketmq/{subgroup}; 0 disables HTTP"`
+	AddressFile    string `prop:"addressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served at /rocketmq/{subgroup}; empty disables that path"`
+}
+
+// Effect says when a change of a property reaches the running server. As in
+// Java, UPDATE_NAMESRV_CONFIG accepts every known key and persists it; only
+// live keys change behaviour before a restart.
+type Effect string
+
+const (
+	// EffectLive properties are read on every use.
+	EffectLive Effect = "live"
+	// EffectRestart properties are read once at startup.
+	EffectRestart Effect = "restart"
+	// EffectNone properties exist for compatibility with Java configuration
+	// files and admin tools; this server ignores them.
+	EffectNone Effect = "none"
+)
+
+// Kind is the value type of a property, named like the Java field type.
+type Kind string
+
+// The property kinds.
+const (
+	KindString Kind = "String"
+	KindBool   Kind = "boolean"
+	KindInt    Kind = "int"
+	KindLong   Kind = "long"
+)
+
+// KeyInfo describes one property of the registry.
+type KeyInfo struct {
+	Name    string
+	Kind    Kind
+	Default string // as written in the tag, before ${...} expansion
+	Effect  Effect
+	Doc     string
+	Min     *int64 // inclusive bounds of integer kinds, nil when unbounded
+	Max     *int64
+}
+
+type entry struct {
+	KeyInfo
+	field int
+}
+
+var (
+	registry = mustBuildRegistry()
+	byName   = func() map[string]*entry {
+		m := make(map[string]*entry, len(registry))
+		for i := range registry {
+			m[registry[i].Name] = &registry[i]
+		}
+		return m
+	}()
+)
+
+// mustBuildRegistry reads the struct tags once; a malformed tag is a
+// programming error caught by any test that touches the package.
+func mustBuildRegistry() []entry {
+	t := reflect.TypeFor[Config]()
+	entries := make([]entry, 0, t.NumField())
+	seen := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		e := entry{field: i, KeyInfo: KeyInfo{
+			Name:    f.Tag.Get("prop"),
+			Default: f.Tag.Get("default"),
+			Effect:  Effect(f.Tag.Get("effect")),
+			Doc:     f.Tag.Get("doc"),
+		}}
+		if e.Name == "" || seen[e.Name] {
+			panic(fmt.Sprintf("config: field %s: missing or duplicate prop tag %q", f.Name, e.Name))
+		}
+		seen[e.Name] = true
+		switch e.Effect {
+		case EffectLive, EffectRestart, EffectNone:
+		default:
+			panic(fmt.Sprintf("config: field %s: bad effect tag %q", f.Name, e.Effect))
+		}
+		if e.Doc == "" {
+			panic(fmt.Sprintf("config: field %s: missing doc tag", f.Name))
+		}
+		switch f.Type.Kind() {
+		case reflect.String:
+			e.Kind = KindString
+		case reflect.Bool:
+			e.Kind = KindBool
+		case reflect.Int:
+			e.Kind = KindInt
+		case reflect.Int64:
+			e.Kind = KindLong
+		default:
+			panic(fmt.Sprintf("config: field %s: unsupported type %s", f.Name, f.Type))
+		}
+		for tag, dst := range map[string]**int64{"min": &e.Min, "max": &e.Max} {
+			if s, ok := f.Tag.Lookup(tag); ok {
+				n, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					panic(fmt.Sprintf("config: field %s: bad %s tag %q", f.Name, tag, s))
+				}
+				*dst = &n
+			}
+		}
+		entries = append(entries, e)
+	}
+	var probe Config
+	for i := range entries {
+		if err := entries[i].set(&probe, entries[i].Default); err != nil {
+			panic(fmt.Sprintf("config: bad default of %s: %v", entries[i].Name, err))
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.Name, b.Name) })
+	return entries
+}
+
+// Keys describes every property, sorted by name.
+func Keys() []KeyInfo {
+	out := make([]KeyInfo, len(registry))
+	for i := range registry {
+		out[i] = registry[i].KeyInfo
+	}
+	return out
+}
+
+// LookupKey describes the property named name.
+func LookupKey(name string) (KeyInfo, bool) {
+	e, ok := byName[name]
+	if !ok {
+		return KeyInfo{}, false
+	}
+	return e.KeyInfo, true
+}
+
+// Default returns the Java defaults (plus the Go additions' defaults). Paths
+// under ${user.home} use $HOME; when the home directory is unknown they become
+// relative to the working directory. rocketmqHome comes from $ROCKETMQ_HOME
+// and stays empty when that is unset: unlike Java, which exits when it is
+// missing, this server does not need it.
+func Default() *Config {
+	c := new(Config)
+	for i := range registry {
+		if err := registry[i].set(c, expandDefault(registry[i].Default)); err != nil {
+			panic(fmt.Sprintf("config: default of %s: %v", registry[i].Name, err))
+		}
+	}
+	return c
+}
+
+func expandDefault(s string) string {
+	return os.Expand(s, func(name string) string {
+		if name == "user.home" {
+			if home, err := os.UserHomeDir(); err == nil {
+				return home
+			}
+			return "."
+		}
+		return os.Getenv(name)
+	})
+}
+
+// ValueError reports a property value that does not parse as its kind or is
+// out of range. Java silently ignores such values; this server refuses them so
+// a typo never goes unnoticed.
+type ValueError struct {
+	Key, Value string
+	Err        error
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("invalid value %q for property %s: %v", e.Value, e.Key, e.Err)
+}
+
+func (e *ValueError) Unwrap() error { return e.Err }
+
+// javaTrim is String.trim: it drops every char <= ' ' at both ends.
+func javaTrim(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+}
+
+// set parses raw as the property's kind. Strings are trimmed like Java's
+// properties2Object does; numbers and booleans are trimmed too, where Java
+// would reject "5 " or read "true " as false.
+func (e *entry) set(c *Config, raw string) error {
+	v := reflect.ValueOf(c).Elem().Field(e.field)
+	s := javaTrim(raw)
+	switch e.Kind {
+	case KindString:
+		v.SetString(s)
+	case KindBool:
+		switch {
+		case strings.EqualFold(s, "true"):
+			v.SetBool(true)
+		case strings.EqualFold(s, "false"):
+			v.SetBool(false)
+		default:
+			return &ValueError{Key: e.Name, Value: raw, Err: fmt.Errorf("want true or false")}
+		}
+	case KindInt, KindLong:
+		bits := 64
+		if e.Kind == KindInt {
+			bits = 32 // a Java int
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return &ValueError{Key: e.Name, Value: raw, Err: fmt.Errorf("want a decimal %s", e.Kind)}
+		}
+		if e.Min != nil && n < *e.Min || e.Max != nil && n > *e.Max {
+			return &ValueError{Key: e.Name, Value: raw, Err: fmt.Errorf("want a value in %s", e.bounds())}
+		}
+		v.SetInt(n)
+	}
+	return nil
+}
+
+func (e *entry) bounds() string {
+	lo, hi := "-inf", "+inf"
+	if e.Min != nil {
+		lo = strconv.FormatInt(*e.Min, 10)
+	}
+	if e.Max != nil {
+		hi = strconv.FormatInt(*e.Max, 10)
+	}
+	return "[" + lo + ", " + hi + "]"
+}
+
+func (e *entry) get(c *Config) string {
+	v := reflect.ValueOf(c).Elem().Field(e.field)
+	switch e.Kind {
+	case KindBool:
+		return strconv.FormatBool(v.Bool())
+	case KindInt, KindLong:
+		return strconv.FormatInt(v.Int(), 10)
+	default:
+		return v.String()
+	}
+}
+
+// Get returns the value of property key as text, false when key is unknown.
+func (c *Config) Get(key string) (string, bool) {
+	e, ok := byName[key]
+	if !ok {
+		return "", false
+	}
+	return e.get(c), true
+}
+
+// Properties returns every registry property with its current value, sorted
+// by key.
+func (c *Config) Properties() []Property {
+	out := make([]Property, len(registry))
+	for i := range registry {
+		out[i] = Property{Key: registry[i].Name, Value: registry[i].get(c)}
+	}
+	return out
+}
+
+// Apply sets the known keys of props on c and returns the unknown ones in
+// input order. It is all or nothing: on the first invalid value it returns a
+// *ValueError and leaves c untouched.
+func (c *Config) Apply(props []Property) (unknown []Property, err error) {
+	next := *c
+	for _, p := range props {
+		e, ok := byName[p.Key]
+		if !ok {
+			unknown = append(unknown, p)
+			continue
+		}
+		if err := e.set(&next, p.Value); err != nil {
+			return nil, err
+		}
+	}
+	*c = next
+	return unknown, nil
+}
+
+// Text renders cfg and the extra (unknown) properties as the sorted
+// "key=value\n" text of GET_NAMESRV_CONFIG, `-p` and the configStorePath file.
+func Text(cfg *Config, extra []Property) []byte {
+	props := cfg.Properties()
+	for _, p := range extra {
+		if _, known := byName[p.Key]; !known {
+			props = append(props, p)
+		}
+	}
+	return FormatProperties(props)
+}
