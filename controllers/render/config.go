@@ -1,0 +1,88 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+)
+
+// Properties renders spec.config as a Java properties file, keys sorted so
+// that the same spec always gives the same bytes (and the same checksum).
+func Properties(c *v1alpha1.NameServerCluster) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# NameServer properties of NameServerCluster %s/%s, rendered by kube-namesrv from spec.config.\n", c.Namespace, c.Name)
+	b.WriteString("# Edits here are overwritten: change spec.config instead. Ports and paths are command-line flags.\n")
+	keys := make([]string, 0, len(c.Spec.Config))
+	for k := range c.Spec.Config {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(escapePropertyValue(string(c.Spec.Config[k])))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// escapePropertyValue escapes a value the way java.util.Properties.store
+// does, so that any text (newlines, backslashes, non-Latin-1 characters)
+// reads back unchanged; keys need none, the CRD limits them to
+// [A-Za-z0-9_.-].
+func escapePropertyValue(v string) string {
+	var b strings.Builder
+	for i, r := range v {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == ' ' && i == 0:
+			b.WriteString(`\ `)
+		case r < 0x20 || r > 0x7e:
+			for _, u := range utf16Units(r) {
+				fmt.Fprintf(&b, `\u%04X`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// utf16Units splits a rune into the UTF-16 code units Java's \u escapes use.
+func utf16Units(r rune) []rune {
+	if r < 0x10000 {
+		return []rune{r}
+	}
+	r -= 0x10000
+	return []rune{0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF}
+}
+
+// ConfigChecksum identifies the rendered properties; it is a pod template
+// annotation, so pods roll exactly when the file they read changes.
+func ConfigChecksum(c *v1alpha1.NameServerCluster) string {
+	sum := sha256.Sum256([]byte(Properties(c)))
+	return hex.EncodeToString(sum[:])
+}
+
+// ConfigConfigMap holds namesrv.properties, mounted read-only at /etc/namesrv.
+func ConfigConfigMap(c *v1alpha1.NameServerCluster) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(ConfigMapName(c), c.Namespace).
+		WithLabels(Labels(c)).
+		WithOwnerReferences(ownerReference(c)).
+		WithData(map[string]string{ConfigKey: Properties(c)})
+}

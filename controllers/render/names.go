@@ -1,0 +1,131 @@
+// Package render turns a NameServerCluster into the child objects the
+// operator applies. Every function here is pure (cluster in, apply
+// configuration out, no client, no clock), so what the operator asks of the
+// API server is fully covered by table tests.
+package render
+
+import (
+	"net"
+	"strconv"
+
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+)
+
+// Labels and annotations the operator sets on its children.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelClusterNamespace marks an address ConfigMap with the namespace of
+	// its cluster; copies in other namespaces cannot carry an owner reference,
+	// so this label and LabelInstance are how the operator finds them again.
+	LabelClusterNamespace = "rocketmq.kube-namesrv.io/cluster-namespace"
+	// AnnotationConfigChecksum on the pod template changes with the rendered
+	// properties, so a config change rolls the pods.
+	AnnotationConfigChecksum = "rocketmq.kube-namesrv.io/config-checksum"
+
+	AppName   = "namesrv"
+	ManagedBy = "kube-namesrv"
+	Component = "nameserver"
+)
+
+// Paths and names inside the NameServer pods (the namesrv image contract).
+const (
+	ContainerName      = "namesrv"
+	ConfigDir          = "/etc/namesrv"
+	ConfigKey          = "namesrv.properties"
+	AddressDir         = "/etc/namesrv-addr"
+	DataDir            = "/var/lib/namesrv"
+	TmpDir             = "/tmp"
+	DataVolume         = "data"
+	ConfigVolume       = "config"
+	AddressVolume      = "namesrv-addr"
+	TmpVolume          = "tmp"
+	RemotingPortName   = "remoting"
+	HTTPPortName       = "http"
+	NonRootID          = 65532
+	TerminationSeconds = 30
+)
+
+// Options are the operator-wide settings the render functions need.
+type Options struct {
+	// ClusterDomain is the DNS suffix of Services (cluster.local by default).
+	ClusterDomain string
+	// DefaultImage is the NameServer image used when spec.image is empty.
+	DefaultImage string
+}
+
+// SelectorLabels select the pods of one cluster; they are immutable in the
+// StatefulSet, so they hold only what never changes.
+func SelectorLabels(c *v1alpha1.NameServerCluster) map[string]string {
+	return map[string]string{LabelName: AppName, LabelInstance: c.Name}
+}
+
+// Labels are set on every child of a cluster.
+func Labels(c *v1alpha1.NameServerCluster) map[string]string {
+	l := SelectorLabels(c)
+	l[LabelManagedBy] = ManagedBy
+	l[LabelComponent] = Component
+	return l
+}
+
+// StatefulSetName is the name of the StatefulSet, hence the pods' prefix.
+func StatefulSetName(c *v1alpha1.NameServerCluster) string { return c.Name }
+
+// HeadlessServiceName gives every pod its stable DNS name.
+func HeadlessServiceName(c *v1alpha1.NameServerCluster) string { return c.Name + "-headless" }
+
+// ClientServiceName balances over the ready peers.
+func ClientServiceName(c *v1alpha1.NameServerCluster) string { return c.Name }
+
+// ConfigMapName holds namesrv.properties.
+func ConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-config" }
+
+// PodDisruptionBudgetName is the PDB's name.
+func PodDisruptionBudgetName(c *v1alpha1.NameServerCluster) string { return c.Name }
+
+// AddressConfigMapName is the published list's ConfigMap in the cluster's
+// namespace.
+func AddressConfigMapName(c *v1alpha1.NameServerCluster) string {
+	if c.Spec.Publish.ConfigMapName != "" {
+		return c.Spec.Publish.ConfigMapName
+	}
+	return c.Name + "-namesrv-addr"
+}
+
+// TargetName is the name of a copy of the address ConfigMap.
+func TargetName(c *v1alpha1.NameServerCluster, t v1alpha1.PublishTarget) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return AddressConfigMapName(c)
+}
+
+// Image is the NameServer image the pods run.
+func Image(c *v1alpha1.NameServerCluster, o Options) string {
+	if c.Spec.Image != "" {
+		return c.Spec.Image
+	}
+	return o.DefaultImage
+}
+
+// ownerReference makes the cluster the controller of a child in its own
+// namespace, so that Owns() watches see it and the garbage collector removes
+// it with the cluster.
+func ownerReference(c *v1alpha1.NameServerCluster) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(v1alpha1.GroupVersion.String()).
+		WithKind("NameServerCluster").
+		WithName(c.Name).
+		WithUID(c.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// hostPort joins a host name or IP (v4 or v6) and a port.
+func hostPort(host string, port int32) string {
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}

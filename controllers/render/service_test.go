@@ -1,0 +1,105 @@
+package render
+
+import (
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+)
+
+func checkPorts(t *testing.T, got []corev1.ServicePort, remoting, http int32) {
+	t.Helper()
+	want := []corev1.ServicePort{
+		{Name: "remoting", Protocol: corev1.ProtocolTCP, Port: remoting, TargetPort: intstr.FromString("remoting")},
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: http, TargetPort: intstr.FromString("http")},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ports = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("port %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestHeadlessService(t *testing.T) {
+	svc := typed[corev1.Service](t, HeadlessService(cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Ports.HTTP = 8081 })))
+	if svc.Name != "ns1-headless" || svc.Namespace != "mq" {
+		t.Errorf("name = %s/%s", svc.Namespace, svc.Name)
+	}
+	if svc.Spec.ClusterIP != "None" || !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("clusterIP=%q publishNotReadyAddresses=%v, want None and true", svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+	}
+	if want := map[string]string{"app.kubernetes.io/name": "namesrv", "app.kubernetes.io/instance": "ns1"}; !maps.Equal(svc.Spec.Selector, want) {
+		t.Errorf("selector = %v, want %v", svc.Spec.Selector, want)
+	}
+	checkPorts(t, svc.Spec.Ports, 9876, 8081)
+	checkLabels(t, svc.Labels)
+	checkOwner(t, svc.OwnerReferences)
+}
+
+func TestClientService(t *testing.T) {
+	tests := []struct {
+		name            string
+		spec            v1alpha1.ServiceSpec
+		wantType        corev1.ServiceType
+		wantAnnotations map[string]string
+	}{
+		{name: "cluster IP", spec: v1alpha1.ServiceSpec{Type: "ClusterIP"}, wantType: corev1.ServiceTypeClusterIP},
+		{
+			name:     "load balancer with annotations",
+			spec:     v1alpha1.ServiceSpec{Type: "LoadBalancer", Annotations: map[string]string{"lb.example/internal": "true"}},
+			wantType: corev1.ServiceTypeLoadBalancer, wantAnnotations: map[string]string{"lb.example/internal": "true"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := typed[corev1.Service](t, ClientService(cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Service = tt.spec })))
+			if svc.Name != "ns1" || svc.Spec.Type != tt.wantType || svc.Spec.ClusterIP != "" || svc.Spec.PublishNotReadyAddresses {
+				t.Errorf("service %s: type=%q clusterIP=%q publishNotReady=%v", svc.Name, svc.Spec.Type, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+			}
+			if !maps.Equal(svc.Annotations, tt.wantAnnotations) {
+				t.Errorf("annotations = %v, want %v", svc.Annotations, tt.wantAnnotations)
+			}
+			checkPorts(t, svc.Spec.Ports, 9876, 8080)
+			checkLabels(t, svc.Labels)
+			checkOwner(t, svc.OwnerReferences)
+		})
+	}
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	tests := []struct {
+		name        string
+		pdb         v1alpha1.PodDisruptionBudgetSpec
+		wantEnabled bool
+		wantMax     intstr.IntOrString
+	}{
+		{name: "default", pdb: v1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(true), MaxUnavailable: ptr.To(intstr.FromInt32(1))}, wantEnabled: true, wantMax: intstr.FromInt32(1)},
+		{name: "percentage", pdb: v1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromString("50%"))}, wantEnabled: true, wantMax: intstr.FromString("50%")},
+		{name: "disabled", pdb: v1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(false), MaxUnavailable: ptr.To(intstr.FromInt32(2))}, wantMax: intstr.FromInt32(2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.PodDisruptionBudget = tt.pdb })
+			if got := PodDisruptionBudgetEnabled(c); got != tt.wantEnabled {
+				t.Errorf("enabled = %v, want %v", got, tt.wantEnabled)
+			}
+			pdb := typed[policyv1.PodDisruptionBudget](t, PodDisruptionBudget(c))
+			if pdb.Name != "ns1" || pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != tt.wantMax || pdb.Spec.MinAvailable != nil {
+				t.Errorf("pdb %s: maxUnavailable=%v minAvailable=%v, want %v", pdb.Name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable, tt.wantMax)
+			}
+			if want := map[string]string{"app.kubernetes.io/name": "namesrv", "app.kubernetes.io/instance": "ns1"}; pdb.Spec.Selector == nil || !maps.Equal(pdb.Spec.Selector.MatchLabels, want) {
+				t.Errorf("selector = %v, want %v", pdb.Spec.Selector, want)
+			}
+			checkLabels(t, pdb.Labels)
+			checkOwner(t, pdb.OwnerReferences)
+		})
+	}
+}

@@ -1,0 +1,235 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+)
+
+// Args are the namesrv command-line arguments (the image contract): ports
+// and paths are flags, which override the properties file, so the file
+// carries only what the user configured.
+func Args(c *v1alpha1.NameServerCluster) []string {
+	return []string{
+		"-c", ConfigDir + "/" + ConfigKey,
+		fmt.Sprintf("--listen-port=%d", c.Spec.Ports.Remoting),
+		fmt.Sprintf("--http-port=%d", c.Spec.Ports.HTTP),
+		"--kv-config-path=" + DataDir + "/kvConfig.json",
+		"--config-store-path=" + DataDir + "/namesrv.properties",
+		"--address-file=" + AddressDir + "/" + v1alpha1.NamesrvAddrKey,
+	}
+}
+
+// DefaultPodSecurityContext passes the restricted Pod Security Standard.
+// fsGroup makes a persistent volume writable by the non-root user.
+func DefaultPodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To[int64](NonRootID),
+		RunAsGroup:          ptr.To[int64](NonRootID),
+		FSGroup:             ptr.To[int64](NonRootID),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// DefaultContainerSecurityContext passes the restricted Pod Security
+// Standard; the root filesystem is read-only because namesrv writes only to
+// /var/lib/namesrv and /tmp.
+func DefaultContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// DefaultAffinity prefers one peer per node: a soft rule, so a cluster with
+// fewer nodes than peers still schedules.
+func DefaultAffinity(c *v1alpha1.NameServerCluster) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
+				TopologyKey:   corev1.LabelHostname,
+			},
+		}},
+	}}
+}
+
+// StatefulSet runs the peers: one namesrv container per pod, no sidecars.
+// replicas comes from the publication plan, not straight from the spec,
+// because a scale-down keeps removed peers running while they drain.
+func StatefulSet(c *v1alpha1.NameServerCluster, o Options, replicas int32) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+	pod, err := podTemplate(c, o)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the pod template of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	spec := appsv1ac.StatefulSetSpec().
+		WithReplicas(replicas).
+		WithServiceName(HeadlessServiceName(c)).
+		// Peers are independent, so they start and stop together; the
+		// publication plan, not the pod order, decides who is in the list.
+		WithPodManagementPolicy(appsv1.ParallelPodManagement).
+		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))).
+		WithTemplate(pod)
+	if vct := volumeClaimTemplate(c); vct != nil {
+		pvc := corev1ac.PersistentVolumeClaim(DataVolume, "").WithLabels(SelectorLabels(c))
+		if err := convert(vct.Spec, &pvc.Spec); err != nil {
+			return nil, fmt.Errorf("rendering the volume claim template of %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		spec.WithVolumeClaimTemplates(pvc)
+	}
+	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
+		WithLabels(Labels(c)).
+		WithOwnerReferences(ownerReference(c)).
+		WithSpec(spec), nil
+}
+
+func volumeClaimTemplate(c *v1alpha1.NameServerCluster) *v1alpha1.VolumeClaimTemplate {
+	if c.Spec.Storage == nil {
+		return nil
+	}
+	return c.Spec.Storage.VolumeClaimTemplate
+}
+
+func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
+	labels := maps.Clone(c.Spec.PodLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, Labels(c))
+	annotations := maps.Clone(c.Spec.PodAnnotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationConfigChecksum] = ConfigChecksum(c)
+
+	container, err := namesrvContainer(c, o)
+	if err != nil {
+		return nil, err
+	}
+	spec := corev1ac.PodSpec().
+		WithContainers(container).
+		WithVolumes(volumes(c)...).
+		// namesrv never calls the Kubernetes API.
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithTerminationGracePeriodSeconds(TerminationSeconds)
+
+	podSC := &corev1ac.PodSecurityContextApplyConfiguration{}
+	if err := overlay(DefaultPodSecurityContext(), c.Spec.PodSecurityContext, podSC); err != nil {
+		return nil, fmt.Errorf("pod security context: %w", err)
+	}
+	spec.WithSecurityContext(podSC)
+
+	affinity := c.Spec.Affinity
+	if affinity == nil {
+		affinity = DefaultAffinity(c)
+	}
+	spec.Affinity = &corev1ac.AffinityApplyConfiguration{}
+	if err := convert(affinity, spec.Affinity); err != nil {
+		return nil, fmt.Errorf("affinity: %w", err)
+	}
+	for _, t := range c.Spec.Tolerations {
+		ac := &corev1ac.TolerationApplyConfiguration{}
+		if err := convert(t, ac); err != nil {
+			return nil, fmt.Errorf("tolerations: %w", err)
+		}
+		spec.WithTolerations(ac)
+	}
+	for _, t := range c.Spec.TopologySpreadConstraints {
+		ac := &corev1ac.TopologySpreadConstraintApplyConfiguration{}
+		if err := convert(t, ac); err != nil {
+			return nil, fmt.Errorf("topology spread constraints: %w", err)
+		}
+		spec.WithTopologySpreadConstraints(ac)
+	}
+	for _, s := range c.Spec.ImagePullSecrets {
+		spec.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(s.Name))
+	}
+	if len(c.Spec.NodeSelector) > 0 {
+		spec.WithNodeSelector(c.Spec.NodeSelector)
+	}
+	if c.Spec.PriorityClassName != "" {
+		spec.WithPriorityClassName(c.Spec.PriorityClassName)
+	}
+	return corev1ac.PodTemplateSpec().
+		WithLabels(labels).
+		WithAnnotations(annotations).
+		WithSpec(spec), nil
+}
+
+func namesrvContainer(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.ContainerApplyConfiguration, error) {
+	ctr := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(Image(c, o)).
+		WithCommand("/namesrv").
+		WithArgs(Args(c)...).
+		WithPorts(
+			corev1ac.ContainerPort().WithName(RemotingPortName).WithContainerPort(c.Spec.Ports.Remoting).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(HTTPPortName).WithContainerPort(c.Spec.Ports.HTTP).WithProtocol(corev1.ProtocolTCP),
+		).
+		WithReadinessProbe(httpProbe("/readyz", 5, 3)).
+		WithLivenessProbe(httpProbe("/healthz", 10, 6)).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(ConfigVolume).WithMountPath(ConfigDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(AddressVolume).WithMountPath(AddressDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(DataVolume).WithMountPath(DataDir),
+			corev1ac.VolumeMount().WithName(TmpVolume).WithMountPath(TmpDir),
+		)
+	if c.Spec.ImagePullPolicy != "" {
+		ctr.WithImagePullPolicy(c.Spec.ImagePullPolicy)
+	}
+	if len(c.Spec.Resources.Limits) > 0 || len(c.Spec.Resources.Requests) > 0 || len(c.Spec.Resources.Claims) > 0 {
+		ctr.Resources = &corev1ac.ResourceRequirementsApplyConfiguration{}
+		if err := convert(c.Spec.Resources, ctr.Resources); err != nil {
+			return nil, fmt.Errorf("resources: %w", err)
+		}
+	}
+	sc := &corev1ac.SecurityContextApplyConfiguration{}
+	if err := overlay(DefaultContainerSecurityContext(), c.Spec.ContainerSecurityContext, sc); err != nil {
+		return nil, fmt.Errorf("container security context: %w", err)
+	}
+	return ctr.WithSecurityContext(sc), nil
+}
+
+// httpProbe probes the HTTP side port by name, so a port change in the spec
+// needs no probe change.
+func httpProbe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(HTTPPortName))).
+		WithPeriodSeconds(period).
+		WithTimeoutSeconds(2).
+		WithFailureThreshold(failures)
+}
+
+func volumes(c *v1alpha1.NameServerCluster) []*corev1ac.VolumeApplyConfiguration {
+	vols := []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(ConfigVolume).
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(ConfigMapName(c))),
+		// Optional: a pod starts before the first list is published, and the
+		// kubelet refreshes the file as the list changes, so namesrv's
+		// address server follows it without a restart.
+		corev1ac.Volume().WithName(AddressVolume).
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(AddressConfigMapName(c)).WithOptional(true)),
+		corev1ac.Volume().WithName(TmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}
+	if volumeClaimTemplate(c) == nil {
+		vols = append(vols, corev1ac.Volume().WithName(DataVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	}
+	return vols
+}
