@@ -90,7 +90,7 @@ envtest-assets: ## Build (or find) kube-apiserver, etcd and kubectl for envtest.
 	@hack/envtest-binaries.sh >/dev/null
 
 # Each decoder's fuzz target, as package:Target pairs.
-FUZZ_TARGETS ?=
+FUZZ_TARGETS ?= ./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.
