@@ -1,0 +1,334 @@
+package body
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
+)
+
+// QueueData is a broker's queue layout for one topic.
+type QueueData struct {
+	BrokerName     string
+	ReadQueueNums  int32
+	WriteQueueNums int32
+	Perm           int32
+	TopicSysFlag   int32
+}
+
+// BrokerAddr is one member of a broker group.
+type BrokerAddr struct {
+	ID   int64
+	Addr string
+}
+
+// BrokerData is a broker group: one name, its master (id 0) and slaves.
+type BrokerData struct {
+	Cluster    string
+	BrokerName string
+	// Addrs is sorted by ID.
+	Addrs    []BrokerAddr
+	ZoneName string
+	// ActingMaster is written only when Modern is set: the field exists
+	// since 5.0, and leaving it out for 4.x brokers keeps the answer
+	// byte-identical to what a 4.9 NameServer writes, while every reader
+	// takes an absent field as false.
+	ActingMaster bool
+	Modern       bool
+}
+
+// FilterServers lists the filter servers of one broker address.
+type FilterServers struct {
+	BrokerAddr string
+	Servers    []string
+}
+
+// Mapping is a static-topic mapping of one broker name.
+type Mapping struct {
+	BrokerName string
+	Info       *fjson.Value
+}
+
+// TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC (§2.4).
+type TopicRouteData struct {
+	QueueDatas     []QueueData
+	BrokerDatas    []BrokerData
+	FilterServers  []FilterServers
+	OrderTopicConf string
+	HasOrderConf   bool
+	Mappings       []Mapping
+}
+
+// AppendTopicRouteData writes a route in dialect d, keys in the order
+// fastjson sorts them.
+func AppendTopicRouteData(dst []byte, rd *TopicRouteData, d fjson.Dialect) []byte {
+	dst = append(dst, `{"brokerDatas":[`...)
+	for i := range rd.BrokerDatas {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendBrokerData(dst, &rd.BrokerDatas[i], d)
+	}
+	dst = append(dst, `],"filterServerTable":{`...)
+	for i, fs := range rd.FilterServers {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = fjson.AppendString(dst, fs.BrokerAddr, d)
+		dst = append(dst, ':')
+		dst = appendStrings(dst, fs.Servers, d)
+	}
+	dst = append(dst, '}')
+	if rd.HasOrderConf {
+		dst = append(dst, `,"orderTopicConf":`...)
+		dst = fjson.AppendString(dst, rd.OrderTopicConf, d)
+	}
+	dst = append(dst, `,"queueDatas":[`...)
+	for i := range rd.QueueDatas {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendQueueData(dst, &rd.QueueDatas[i], d)
+	}
+	dst = append(dst, ']')
+	if len(rd.Mappings) > 0 {
+		dst = append(dst, `,"topicQueueMappingByBroker":{`...)
+		for i, m := range rd.Mappings {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = fjson.AppendString(dst, m.BrokerName, d)
+			dst = append(dst, ':')
+			dst = fjson.AppendValue(dst, m.Info, d)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// AppendQueueData writes one QueueData.
+func AppendQueueData(dst []byte, q *QueueData, d fjson.Dialect) []byte {
+	dst = append(dst, `{"brokerName":`...)
+	dst = fjson.AppendString(dst, q.BrokerName, d)
+	dst = append(dst, `,"perm":`...)
+	dst = fjson.AppendInt(dst, int64(q.Perm))
+	dst = append(dst, `,"readQueueNums":`...)
+	dst = fjson.AppendInt(dst, int64(q.ReadQueueNums))
+	dst = append(dst, `,"topicSysFlag":`...)
+	dst = fjson.AppendInt(dst, int64(q.TopicSysFlag))
+	dst = append(dst, `,"writeQueueNums":`...)
+	dst = fjson.AppendInt(dst, int64(q.WriteQueueNums))
+	return append(dst, '}')
+}
+
+// AppendBrokerData writes one BrokerData.
+func AppendBrokerData(dst []byte, b *BrokerData, d fjson.Dialect) []byte {
+	dst = append(dst, `{"brokerAddrs":`...)
+	dst = appendAddrs(dst, b.Addrs, d)
+	dst = append(dst, `,"brokerName":`...)
+	dst = fjson.AppendString(dst, b.BrokerName, d)
+	dst = append(dst, `,"cluster":`...)
+	dst = fjson.AppendString(dst, b.Cluster, d)
+	if b.Modern {
+		if b.ActingMaster {
+			dst = append(dst, `,"enableActingMaster":true`...)
+		} else {
+			dst = append(dst, `,"enableActingMaster":false`...)
+		}
+	}
+	if b.ZoneName != "" {
+		dst = append(dst, `,"zoneName":`...)
+		dst = fjson.AppendString(dst, b.ZoneName, d)
+	}
+	return append(dst, '}')
+}
+
+func appendAddrs(dst []byte, addrs []BrokerAddr, d fjson.Dialect) []byte {
+	dst = append(dst, '{')
+	for i, a := range addrs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = fjson.AppendIntKey(dst, a.ID, d)
+		dst = fjson.AppendString(dst, a.Addr, d)
+	}
+	return append(dst, '}')
+}
+
+func appendStrings(dst []byte, list []string, d fjson.Dialect) []byte {
+	dst = append(dst, '[')
+	for i, s := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = fjson.AppendString(dst, s, d)
+	}
+	return append(dst, ']')
+}
+
+// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO.
+type ClusterInfo struct {
+	// Brokers is sorted by broker name.
+	Brokers []BrokerData
+	// Clusters is sorted by cluster name, each with sorted broker names.
+	Clusters []ClusterMembers
+}
+
+// ClusterMembers is one entry of clusterAddrTable.
+type ClusterMembers struct {
+	Cluster     string
+	BrokerNames []string
+}
+
+// AppendClusterInfo writes a ClusterInfo in the legacy dialect, which Java
+// always uses for it (§2.4).
+func AppendClusterInfo(dst []byte, ci *ClusterInfo) []byte {
+	dst = append(dst, `{"brokerAddrTable":{`...)
+	for i := range ci.Brokers {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = fjson.AppendString(dst, ci.Brokers[i].BrokerName, fjson.Legacy)
+		dst = append(dst, ':')
+		dst = AppendBrokerData(dst, &ci.Brokers[i], fjson.Legacy)
+	}
+	dst = append(dst, `},"clusterAddrTable":{`...)
+	for i, c := range ci.Clusters {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = fjson.AppendString(dst, c.Cluster, fjson.Legacy)
+		dst = append(dst, ':')
+		dst = appendStrings(dst, c.BrokerNames, fjson.Legacy)
+	}
+	return append(dst, "}}"...)
+}
+
+// AppendTopicList writes a TopicList; brokerAddr is omitted when empty.
+func AppendTopicList(dst []byte, topics []string, brokerAddr string) []byte {
+	dst = append(dst, '{')
+	if brokerAddr != "" {
+		dst = append(dst, `"brokerAddr":`...)
+		dst = fjson.AppendString(dst, brokerAddr, fjson.Legacy)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"topicList":`...)
+	dst = appendStrings(dst, topics, fjson.Legacy)
+	return append(dst, '}')
+}
+
+// AppendBrokerMemberGroup writes the GET_BROKER_MEMBER_GROUP answer.
+func AppendBrokerMemberGroup(dst []byte, cluster, brokerName string, addrs []BrokerAddr) []byte {
+	dst = append(dst, `{"brokerMemberGroup":{"brokerAddrs":`...)
+	dst = appendAddrs(dst, addrs, fjson.Legacy)
+	dst = append(dst, `,"brokerName":`...)
+	dst = fjson.AppendString(dst, brokerName, fjson.Legacy)
+	dst = append(dst, `,"cluster":`...)
+	dst = fjson.AppendString(dst, cluster, fjson.Legacy)
+	return append(dst, "}}"...)
+}
+
+// AppendDataVersion writes a DataVersion.
+func AppendDataVersion(dst []byte, dv DataVersion) []byte {
+	dst = append(dst, `{"counter":`...)
+	dst = fjson.AppendInt(dst, dv.Counter)
+	dst = append(dst, `,"stateVersion":`...)
+	dst = fjson.AppendInt(dst, dv.StateVersion)
+	dst = append(dst, `,"timestamp":`...)
+	dst = fjson.AppendInt(dst, dv.Timestamp)
+	return append(dst, '}')
+}
+
+// DecodeQueueDatas reads the queueDatas of a TopicRouteData body, which is
+// what REGISTER_TOPIC_IN_NAMESRV carries.
+func DecodeQueueDatas(data []byte) ([]QueueData, error) {
+	r := fjson.NewReader(data)
+	var out []QueueData
+	err := func() error {
+		if err := r.BeginObject(); err != nil {
+			return err
+		}
+		for {
+			key, ok, err := r.NextKey()
+			if err != nil || !ok {
+				return err
+			}
+			if string(key) != "queueDatas" || r.Null() {
+				if err := r.Skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := r.BeginArray(); err != nil {
+				return err
+			}
+			for {
+				more, err := r.More()
+				if err != nil {
+					return err
+				}
+				if !more {
+					break
+				}
+				q, err := readQueueData(r)
+				if err != nil {
+					return err
+				}
+				out = append(out, q)
+			}
+		}
+	}()
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode topic route data: %w", err)
+	}
+	return out, nil
+}
+
+func readQueueData(r *fjson.Reader) (QueueData, error) {
+	var q QueueData
+	if err := r.BeginObject(); err != nil {
+		return q, err
+	}
+	for {
+		key, ok, err := r.NextKey()
+		if err != nil || !ok {
+			return q, err
+		}
+		switch string(key) {
+		case "brokerName":
+			var s []byte
+			s, _, err = r.Scalar()
+			q.BrokerName = string(s)
+		case "readQueueNums":
+			q.ReadQueueNums, err = r.Int32()
+		case "writeQueueNums":
+			q.WriteQueueNums, err = r.Int32()
+		case "perm":
+			q.Perm, err = r.Int32()
+		case "topicSysFlag", "topicSynFlag":
+			q.TopicSysFlag, err = r.Int32()
+		default:
+			err = r.Skip()
+		}
+		if err != nil {
+			return q, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+}
+
+// SortAddrs orders broker addresses by id.
+func SortAddrs(addrs []BrokerAddr) {
+	slices.SortFunc(addrs, func(a, b BrokerAddr) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return strings.Compare(a.Addr, b.Addr)
+	})
+}
