@@ -1,0 +1,229 @@
+package route
+
+import (
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+)
+
+// Registration is one REGISTER_BROKER request.
+type Registration struct {
+	Cluster      string
+	BrokerAddr   string
+	BrokerName   string
+	BrokerID     int64
+	HAServerAddr string
+	ZoneName     string
+	// HeartbeatTimeoutMillis is the 5.x per-broker expiry; 0 means the
+	// default of 120 s.
+	HeartbeatTimeoutMillis int64
+	// Modern is true when the request carried enableActingMaster, which
+	// only 5.x brokers send; ActingMaster is its value.
+	Modern       bool
+	ActingMaster bool
+	Body         *body.RegisterBody
+	Channel      Channel
+}
+
+// RegisterResult is what the registrant is told.
+type RegisterResult struct {
+	// Refused is set for a first registration carrying a single topic,
+	// which 5.x refuses (§3.2 step 7): "register broker failed".
+	Refused bool
+	// MasterAddr and HAServerAddr are set for a slave whose master is live.
+	MasterAddr   string
+	HAServerAddr string
+}
+
+// Register applies a broker registration (§3.2).
+func (t *Table) Register(r *Registration) RegisterResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.begin()
+	defer t.commit(c)
+	t.stats.registrations.Add(1)
+
+	names := t.clusters[r.Cluster]
+	newCluster := names == nil
+	if newCluster {
+		names = map[string]struct{}{}
+		t.clusters[r.Cluster] = names
+	}
+	_, wasMember := names[r.BrokerName]
+	names[r.BrokerName] = struct{}{}
+
+	b := t.brokers[r.BrokerName]
+	registerFirst := b == nil
+	if registerFirst {
+		b = &brokerState{cluster: r.Cluster, name: r.BrokerName, addrs: map[int64]string{}}
+		t.brokers[r.BrokerName] = b
+	}
+	acting := r.Modern && r.ActingMaster
+	if b.modern != r.Modern || b.actingMaster != acting || b.zone != r.ZoneName || registerFirst || !wasMember {
+		b.modern, b.actingMaster, b.zone = r.Modern, acting, r.ZoneName
+		t.touchBroker(c, r.BrokerName)
+	}
+
+	// A slave promoted to master re-registers its address under a new id.
+	for id, addr := range b.addrs {
+		if addr == r.BrokerAddr && id != r.BrokerID {
+			delete(b.addrs, id)
+			t.touchBroker(c, r.BrokerName)
+		}
+	}
+
+	dv := r.Body.DataVersion
+	if old, ok := b.addrs[r.BrokerID]; ok && old != r.BrokerAddr {
+		// Controller mode: a fresher member already holds this id.
+		if li := t.live[liveKey{r.Cluster, old}]; li != nil && li.dataVersion.StateVersion > dv.StateVersion {
+			t.log.Warn("refusing a registration older than the broker holding its id",
+				"broker", r.BrokerName, "id", r.BrokerID, "addr", r.BrokerAddr, "holder", old)
+			delete(t.live, liveKey{r.Cluster, r.BrokerAddr})
+			return RegisterResult{}
+		}
+	}
+
+	if _, ok := b.addrs[r.BrokerID]; !ok && len(r.Body.Topics) == 1 {
+		// An incremental single-topic registration must not be a broker's
+		// first. Unlike Java, undo the empty group it would leave behind.
+		if len(b.addrs) == 0 {
+			delete(t.brokers, r.BrokerName)
+			if !wasMember {
+				delete(names, r.BrokerName)
+			}
+			if newCluster {
+				delete(t.clusters, r.Cluster)
+			}
+		}
+		return RegisterResult{Refused: true}
+	}
+
+	if old := b.addrs[r.BrokerID]; old != r.BrokerAddr {
+		b.addrs[r.BrokerID] = r.BrokerAddr
+		registerFirst = registerFirst || old == ""
+		t.touchBroker(c, r.BrokerName)
+	}
+
+	key := liveKey{r.Cluster, r.BrokerAddr}
+	prev := t.live[key]
+	versionChanged := prev == nil || prev.dataVersion != dv
+
+	isMaster := r.BrokerID == 0
+	minID, _ := b.minID()
+	isPrimeSlave := r.Modern && !isMaster && r.BrokerID == minID
+	if isMaster || isPrimeSlave {
+		t.applyTopics(c, r, b, isPrimeSlave, registerFirst, versionChanged)
+	}
+
+	timeout := r.HeartbeatTimeoutMillis
+	if timeout <= 0 {
+		timeout = protocol.DefaultBrokerExpiryMillis
+	}
+	t.live[key] = &liveInfo{
+		lastUpdate:   t.nowMillis(),
+		timeout:      timeout,
+		dataVersion:  dv,
+		channel:      r.Channel,
+		haServerAddr: r.HAServerAddr,
+		brokerName:   r.BrokerName,
+		brokerID:     r.BrokerID,
+	}
+
+	if fs := r.Body.FilterServers; fs != nil {
+		old, had := t.filters[key]
+		switch {
+		case len(fs) == 0 && had:
+			delete(t.filters, key)
+			t.touchBroker(c, r.BrokerName)
+		case len(fs) > 0 && !equalStrings(old, fs):
+			t.filters[key] = fs
+			t.touchBroker(c, r.BrokerName)
+		}
+	}
+
+	var res RegisterResult
+	if !isMaster {
+		if master, ok := b.addrs[0]; ok {
+			if li := t.live[liveKey{r.Cluster, master}]; li != nil {
+				res.MasterAddr, res.HAServerAddr = master, li.haServerAddr
+			}
+		}
+	}
+	return res
+}
+
+// applyTopics is §3.2 step 10: a master (or a 5.x prime slave) writes its
+// topics' queue data.
+func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSlave, first, versionChanged bool) {
+	topics := r.Body.Topics
+	if t.opts.DeleteTopicWithBrokerRegistration && len(r.Body.Mappings) == 0 {
+		keep := make(map[string]struct{}, len(topics))
+		for _, tc := range topics {
+			keep[string(tc.Name)] = struct{}{}
+		}
+		for topic := range t.brokerTopics[r.BrokerName] {
+			if _, ok := keep[topic]; !ok {
+				t.removeQueue(c, topic, r.BrokerName)
+			}
+		}
+	}
+	for i := range topics {
+		tc := &topics[i]
+		if !first && !versionChanged {
+			// Same DataVersion: only topics this broker lacks are added,
+			// which is what lets split registrations and wiped write
+			// permissions survive heartbeats (§3.2 step 10b, §3.8).
+			if ts := t.topics[string(tc.Name)]; ts != nil {
+				if _, ok := ts.queues[r.BrokerName]; ok {
+					continue
+				}
+			}
+		}
+		perm := tc.Perm
+		if primeSlave && b.actingMaster {
+			perm &^= protocol.PermWrite
+		}
+		t.putQueue(c, t.topicKey(tc.Name), body.QueueData{
+			BrokerName:     r.BrokerName,
+			ReadQueueNums:  tc.ReadQueueNums,
+			WriteQueueNums: tc.WriteQueueNums,
+			Perm:           perm,
+			TopicSysFlag:   tc.TopicSysFlag,
+		})
+	}
+	if !first && !versionChanged {
+		return
+	}
+	for i := range r.Body.Mappings {
+		m := &r.Body.Mappings[i]
+		byBroker := t.mappings[m.Topic]
+		if byBroker == nil {
+			byBroker = map[string]*fjson.Value{}
+			t.mappings[m.Topic] = byBroker
+		}
+		byBroker[m.BrokerName] = &m.Info
+		c.touch(m.Topic)
+	}
+}
+
+// topicKey returns the stored key for a topic name, allocating a string
+// only for a topic the table does not know yet: a heartbeat of a broker with
+// 10,000 topics then copies no names.
+func (t *Table) topicKey(name []byte) string {
+	if ts := t.topics[string(name)]; ts != nil {
+		return ts.name
+	}
+	return string(name)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

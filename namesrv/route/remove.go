@@ -1,0 +1,176 @@
+package route
+
+import (
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+)
+
+// EvictReason says why a broker left the live table.
+type EvictReason string
+
+// Why brokers are removed.
+const (
+	EvictUnregister EvictReason = "unregister"
+	EvictClosed     EvictReason = "connection_closed"
+	EvictExpired    EvictReason = "expired"
+)
+
+// Unregister removes a broker address on its own request (§3.4). Unlike the
+// 5.x queue, it applies synchronously, so the answer is sent only once the
+// route no longer lists the broker.
+func (t *Table) Unregister(cluster, addr, brokerName string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.begin()
+	t.unregister(c, cluster, addr, brokerName, EvictUnregister)
+	t.commit(c)
+}
+
+// ChannelClosed evicts every broker whose latest registration came over ch
+// (§3.5). A connection that is no longer any broker's latest evicts nothing.
+func (t *Table) ChannelClosed(ch Channel) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var c *changes
+	for key, li := range t.live {
+		if li.channel != ch {
+			continue
+		}
+		if c == nil {
+			c = t.begin()
+		}
+		t.log.Info("broker connection closed; evicting", "cluster", key.cluster, "broker", li.brokerName, "addr", key.addr)
+		t.unregister(c, key.cluster, key.addr, li.brokerName, EvictClosed)
+	}
+	if c != nil {
+		t.commit(c)
+	}
+}
+
+// ScanExpired evicts every broker silent for longer than its timeout and
+// closes its connection (§3.6). It returns how many it evicted.
+func (t *Table) ScanExpired() int {
+	now := t.nowMillis()
+	var closing []Channel
+	t.mu.Lock()
+	c := t.begin()
+	n := 0
+	for key, li := range t.live {
+		if li.lastUpdate+li.timeout >= now {
+			continue
+		}
+		t.log.Warn("broker expired; evicting", "cluster", key.cluster, "broker", li.brokerName, "addr", key.addr,
+			"silentMillis", now-li.lastUpdate, "timeoutMillis", li.timeout)
+		if li.channel != nil {
+			closing = append(closing, li.channel)
+		}
+		t.unregister(c, key.cluster, key.addr, li.brokerName, EvictExpired)
+		n++
+	}
+	t.commit(c)
+	t.mu.Unlock()
+	// Closed outside the lock: closing runs ChannelClosed, which finds the
+	// entries already gone.
+	for _, ch := range closing {
+		ch.Close()
+	}
+	return n
+}
+
+// unregister is the 5.x unRegisterBroker for one address (§3.4): the group
+// loses every id that has this address, and its topics go with its last
+// address.
+func (t *Table) unregister(c *changes, cluster, addr, brokerName string, why EvictReason) {
+	key := liveKey{cluster, addr}
+	if _, ok := t.live[key]; ok {
+		delete(t.live, key)
+		t.stats.evictions(why).Add(1)
+	}
+	if _, ok := t.filters[key]; ok {
+		delete(t.filters, key)
+		t.touchBroker(c, brokerName)
+	}
+	b := t.brokers[brokerName]
+	if b == nil {
+		return
+	}
+	for id, a := range b.addrs {
+		if a == addr {
+			delete(b.addrs, id)
+			t.touchBroker(c, brokerName)
+		}
+	}
+	if len(b.addrs) == 0 {
+		delete(t.brokers, brokerName)
+		if names := t.clusters[cluster]; names != nil {
+			delete(names, brokerName)
+			if len(names) == 0 {
+				delete(t.clusters, cluster)
+			}
+		}
+		c.brokerSet = true
+		for topic := range t.brokerTopics[brokerName] {
+			t.removeQueue(c, topic, brokerName)
+		}
+		return
+	}
+	if _, hasMaster := b.addrs[0]; !hasMaster && b.actingMaster {
+		// A group left without a master stops taking writes until one
+		// returns or a prime slave registers.
+		for topic := range t.brokerTopics[brokerName] {
+			ts := t.topics[topic]
+			q := ts.queues[brokerName]
+			if q.Perm&protocol.PermWrite != 0 {
+				q.Perm &^= protocol.PermWrite
+				ts.queues[brokerName] = q
+				c.touch(topic)
+			}
+		}
+	}
+}
+
+// WipeWritePerm clears the write permission of every queue of a broker
+// name and returns how many queue entries it touched (§2.5).
+func (t *Table) WipeWritePerm(brokerName string) int {
+	return t.setPerm(brokerName, func(p int32) int32 { return p &^ protocol.PermWrite })
+}
+
+// AddWritePerm sets the permission of every queue of a broker name to
+// read-write, exactly 6 as Java does, and returns the count.
+func (t *Table) AddWritePerm(brokerName string) int {
+	return t.setPerm(brokerName, func(int32) int32 { return protocol.PermRead | protocol.PermWrite })
+}
+
+func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.begin()
+	n := 0
+	for topic := range t.brokerTopics[brokerName] {
+		ts := t.topics[topic]
+		q := ts.queues[brokerName]
+		if p := f(q.Perm); p != q.Perm {
+			q.Perm = p
+			ts.queues[brokerName] = q
+			c.touch(topic)
+		}
+		n++
+	}
+	t.commit(c)
+	return n
+}
+
+// DeleteTopic removes a topic (§2.6): from the brokers of one cluster, or,
+// with cluster "", entirely. Static-topic mappings stay, as in Java.
+func (t *Table) DeleteTopic(topic, cluster string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.begin()
+	if cluster == "" {
+		t.dropTopic(c, topic)
+	} else {
+		for name := range t.clusters[cluster] {
+			t.removeQueue(c, topic, name)
+		}
+	}
+	t.commit(c)
+}
