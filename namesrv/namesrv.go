@@ -1,0 +1,172 @@
+// Package namesrv assembles a RocketMQ NameServer: the route table, the KV
+// store and the live configuration behind a remoting server, plus the
+// periodic scan that expires silent brokers. cmd/namesrv runs one; tests and
+// the end-to-end suite start them in-process.
+package namesrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/processor"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config *config.Config
+	// Extra are the unknown keys of the -c file, kept for GET_NAMESRV_CONFIG.
+	Extra  []config.Property
+	Logger *slog.Logger
+	// Observer receives transport events (metrics); nil for none.
+	Observer remoting.Observer
+}
+
+// Server is a running NameServer.
+type Server struct {
+	log     *slog.Logger
+	cfg     *config.Store
+	kv      *kvconfig.Store
+	routes  *route.Table
+	remote  *remoting.Server
+	started time.Time
+
+	listener net.Listener
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	serveErr chan error
+}
+
+// New builds a NameServer from its configuration: it loads the KV store
+// (an unreadable or corrupt file is an error, as in Java) but does not
+// listen yet.
+func New(o Options) (*Server, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg := o.Config
+	s := &Server{
+		log:      o.Logger,
+		cfg:      config.NewStore(cfg, o.Extra, o.Logger),
+		stop:     make(chan struct{}),
+		serveErr: make(chan error, 1),
+		started:  time.Now(),
+	}
+	s.routes = route.New(route.Options{
+		View:                              viewOptions(cfg),
+		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
+		Logger:                            o.Logger.With("component", "route"),
+	})
+	kv, err := kvconfig.Open(cfg.KVConfigPath, kvconfig.Options{
+		Logger: o.Logger.With("component", "kvconfig"),
+		OnChange: func(ns, key, value string, present bool) {
+			if ns == protocol.NamespaceOrderTopicConfig {
+				s.routes.SetOrderConf(key, value, present)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open kv config: %w", err)
+	}
+	s.kv = kv
+	s.cfg.Subscribe(func(_, cur *config.Config) {
+		s.routes.SetViewOptions(viewOptions(cur))
+		s.routes.SetDeleteTopicWithBrokerRegistration(cur.DeleteTopicWithBrokerRegistration)
+	})
+	s.remote = remoting.NewServer(processor.New(processor.Options{
+		Routes:  s.routes,
+		KV:      s.kv,
+		Config:  s.cfg,
+		Logger:  o.Logger.With("component", "processor"),
+		Started: s.started,
+	}), remoting.Config{
+		FrameMaxLength: cfg.FrameMaxLength,
+		IdleTimeout:    idleTimeout(cfg.ServerChannelMaxIdleTimeSeconds),
+		Logger:         o.Logger.With("component", "remoting"),
+		Observer:       o.Observer,
+	})
+	return s, nil
+}
+
+func viewOptions(c *config.Config) route.ViewOptions {
+	return route.ViewOptions{OrderMessageEnable: c.OrderMessageEnable, SupportActingMaster: c.SupportActingMaster}
+}
+
+// idleTimeout maps serverChannelMaxIdleTimeSeconds to the server's setting;
+// 0 disables idle closing.
+func idleTimeout(seconds int) time.Duration {
+	if seconds <= 0 {
+		return -1
+	}
+	return time.Duration(seconds) * time.Second
+}
+
+// Routes is the route table, for tests and the metrics exporter.
+func (s *Server) Routes() *route.Table { return s.routes }
+
+// KV is the KV store, for tests and the metrics exporter.
+func (s *Server) KV() *kvconfig.Store { return s.kv }
+
+// Config is the live configuration.
+func (s *Server) Config() *config.Store { return s.cfg }
+
+// Start listens on bindAddress:listenPort and serves in the background.
+func (s *Server) Start() error {
+	cfg := s.cfg.Load()
+	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.listener = l
+	go func() { s.serveErr <- s.remote.Serve(l) }()
+	s.wg.Add(1)
+	go s.scanLoop()
+	s.log.Info("The Name Server boot success.", "address", l.Addr().String(), "serializeType", "JSON")
+	return nil
+}
+
+// Addr is the remoting listener's address (useful with listenPort 0).
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// scanLoop expires silent brokers every scanNotActiveBrokerInterval,
+// re-reading the interval each round so a live update takes effect.
+func (s *Server) scanLoop() {
+	defer s.wg.Done()
+	for {
+		interval := time.Duration(s.cfg.Load().ScanNotActiveBrokerInterval) * time.Millisecond
+		t := time.NewTimer(interval)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C:
+			s.routes.ScanExpired()
+		}
+	}
+}
+
+// Shutdown stops accepting, answers every request already received, and
+// waits for the connections to close (or ctx to end). KV writes are durable
+// when acknowledged, so nothing is left to flush.
+func (s *Server) Shutdown(ctx context.Context) error {
+	close(s.stop)
+	err := s.remote.Shutdown(ctx)
+	s.wg.Wait()
+	if s.listener != nil {
+		if serr := <-s.serveErr; serr != nil && !errors.Is(serr, remoting.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+	}
+	return err
+}

@@ -1,0 +1,474 @@
+// Package processor answers NameServer requests: it reads each request code's
+// header fields and body, applies it to the route table, the KV store or the
+// live configuration, and fills in the answer the Java NameServer would give
+// (namesrv-protocol.md §2; choices where Java has none in
+// docs/compatibility.md).
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+)
+
+// Options wire a Processor to the state it serves.
+type Options struct {
+	Routes *route.Table
+	KV     *kvconfig.Store
+	Config *config.Store
+	Logger *slog.Logger
+	// Started is when the server started, for needWaitForService.
+	Started time.Time
+	// MaxInflated caps compressed registration bodies (0: the default).
+	MaxInflated int
+}
+
+// Processor is a remoting.Handler for every NameServer request code.
+type Processor struct {
+	routes      *route.Table
+	kv          *kvconfig.Store
+	cfg         *config.Store
+	log         *slog.Logger
+	started     time.Time
+	maxInflated int
+}
+
+// New returns a Processor.
+func New(o Options) *Processor {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Processor{
+		routes:      o.Routes,
+		kv:          o.KV,
+		cfg:         o.Config,
+		log:         o.Logger,
+		started:     o.Started,
+		maxInflated: o.MaxInflated,
+	}
+}
+
+// Remarks the Java NameServer sends, kept verbatim.
+const (
+	remarkNoRoutePrefix = "No topic route info in name server for the topic: "
+	remarkNoRouteSuffix = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+	remarkDisabled      = "disable"
+	remarkCRC           = "crc32 not match"
+	remarkRegisterFail  = "register broker failed"
+	remarkNotReady      = "name server not ready"
+	remarkKVNull        = "namespace or key is null"
+	remarkBlackList     = "Can not update config in black list."
+	remarkProperties    = "string2Properties error"
+)
+
+// Serve implements remoting.Handler.
+func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) {
+	var err error
+	switch req.Code {
+	case protocol.GetRouteInfoByTopic:
+		p.routeInfo(req, resp)
+		return
+	case protocol.RegisterBroker:
+		err = p.registerBroker(c, req, resp)
+	case protocol.UnregisterBroker:
+		err = p.unregisterBroker(req)
+	case protocol.GetBrokerClusterInfo:
+		resp.Body = p.routes.ClusterInfo()
+	case protocol.QueryDataVersion:
+		err = p.queryDataVersion(req, resp)
+	case protocol.BrokerHeartbeat:
+		err = p.brokerHeartbeat(req)
+	case protocol.GetBrokerMemberGroup:
+		err = p.brokerMemberGroup(req, resp)
+	case protocol.RegisterTopicInNamesrv:
+		err = p.registerTopic(req)
+	case protocol.PutKVConfig:
+		err = p.putKV(req, resp)
+	case protocol.GetKVConfig:
+		p.getKV(req, resp)
+	case protocol.DeleteKVConfig:
+		err = p.deleteKV(req)
+	case protocol.GetKVListByNamespace:
+		p.kvList(req, resp)
+	case protocol.WipeWritePermOfBroker, protocol.AddWritePermOfBroker:
+		err = p.writePerm(req, resp)
+	case protocol.GetAllTopicListFromNameserver:
+		if !p.cfg.Load().EnableAllTopicList {
+			resp.Fail(protocol.SystemError, remarkDisabled)
+			return
+		}
+		resp.Body = body.AppendTopicList(nil, p.routes.AllTopics(), "")
+	case protocol.DeleteTopicInNamesrv:
+		err = p.deleteTopic(req)
+	case protocol.GetTopicsByCluster:
+		if !p.cfg.Load().EnableTopicList {
+			resp.Fail(protocol.SystemError, remarkDisabled)
+			return
+		}
+		cluster, _ := req.ExtValue("cluster")
+		resp.Body = body.AppendTopicList(nil, p.routes.TopicsByCluster(string(cluster)), "")
+	case protocol.GetSystemTopicListFromNS:
+		topics, addr := p.routes.SystemTopics()
+		resp.Body = body.AppendTopicList(nil, topics, addr)
+	case protocol.GetUnitTopicList, protocol.GetHasUnitSubTopicList, protocol.GetHasUnitSubUnunitTopicList:
+		if !p.cfg.Load().EnableTopicList {
+			resp.Fail(protocol.SystemError, remarkDisabled)
+			return
+		}
+		resp.Body = body.AppendTopicList(nil, p.routes.UnitTopics(unitFilter(req.Code)), "")
+	case protocol.UpdateNamesrvConfig:
+		p.updateConfig(req, resp)
+	case protocol.GetNamesrvConfig:
+		resp.Body = p.cfg.Text()
+	default:
+		// 5.x answers unknown codes; 4.9 stays silent and lets the caller
+		// time out, which helps nobody.
+		resp.Fail(protocol.RequestCodeNotSupported, " request type "+strconv.Itoa(int(req.Code))+" not supported")
+		return
+	}
+	if err != nil {
+		var fe *fieldError
+		if !errors.As(err, &fe) {
+			p.log.Warn("request failed", "code", req.Code, "remote", c.RemoteAddr(), "err", err)
+		}
+		// Java answers an exception without the header class's fields.
+		resp.HasExt, resp.Ext = false, resp.Ext[:0]
+		resp.Fail(protocol.SystemError, err.Error())
+	}
+}
+
+func unitFilter(code int32) route.UnitFilter {
+	switch code {
+	case protocol.GetHasUnitSubTopicList:
+		return route.HasUnitSub
+	case protocol.GetHasUnitSubUnunitTopicList:
+		return route.HasUnitSubOnly
+	}
+	return route.Unit
+}
+
+// Closed implements remoting.Handler: a broker whose registration
+// connection closes is evicted at once (§3.5).
+func (p *Processor) Closed(c *remoting.Conn) {
+	p.routes.ChannelClosed(c)
+}
+
+// routeInfo answers GET_ROUTEINFO_BY_TOPIC, the hot path: no allocation
+// once the topic's body is cached.
+func (p *Processor) routeInfo(req *remoting.Command, resp *remoting.Response) {
+	cfg := p.cfg.Load()
+	if cfg.NeedWaitForService && time.Since(p.started) < time.Duration(cfg.WaitSecondsForService)*time.Second {
+		resp.Fail(protocol.SystemError, remarkNotReady)
+		return
+	}
+	topic, hasTopic := req.ExtValue("topic")
+	d := fjson.Legacy
+	if req.Version >= protocol.V4_9_4 {
+		d = fjson.Standard
+	} else if v, ok := req.ExtValue("acceptStandardJsonOnly"); ok && fjson.ParseBool(v) {
+		d = fjson.Standard
+	}
+	if zone, ok := zoneRequested(req); ok {
+		if rd, found := p.routes.RouteData(string(topic)); found {
+			filtered := filterByZone(rd, zone)
+			resp.Body = body.AppendTopicRouteData(nil, &filtered, fjson.Legacy)
+			return
+		}
+	} else if b, found := p.routes.Route(topic, d); found {
+		resp.Body = b
+		return
+	}
+	resp.Code = protocol.TopicNotExist
+	resp.Remark = append(resp.Remark[:0], remarkNoRoutePrefix...)
+	if hasTopic {
+		resp.Remark = append(resp.Remark, topic...)
+	} else {
+		resp.Remark = append(resp.Remark, "null"...)
+	}
+	resp.Remark = append(resp.Remark, remarkNoRouteSuffix...)
+}
+
+func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) error {
+	// Java builds the answer with its header class first, so every answer
+	// to a registration, even a refusal, carries "extFields":{}.
+	resp.HasExt = true
+	h := fields{req}
+	crc, err := h.int64("bodyCrc32", 0)
+	if err != nil {
+		return err
+	}
+	if crc != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != crc {
+		p.log.Warn("registration body fails its CRC32", "remote", c.RemoteAddr(), "expected", crc)
+		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkCRC...)
+		return nil
+	}
+	r := route.Registration{Channel: c}
+	if r.Cluster, err = h.required("clusterName"); err != nil {
+		return err
+	}
+	if r.BrokerAddr, err = h.required("brokerAddr"); err != nil {
+		return err
+	}
+	if r.BrokerName, err = h.required("brokerName"); err != nil {
+		return err
+	}
+	if r.BrokerID, err = h.requiredInt64("brokerId"); err != nil {
+		return err
+	}
+	r.HAServerAddr = h.string("haServerAddr")
+	r.ZoneName = h.string("__ZONE_NAME")
+	if r.HeartbeatTimeoutMillis, err = h.int64("heartbeatTimeoutMillis", 0); err != nil {
+		return err
+	}
+	if v, ok := req.ExtValue("enableActingMaster"); ok {
+		r.Modern, r.ActingMaster = true, fjson.ParseBool(v)
+	}
+	compressed := h.bool("compressed")
+	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
+		Compressed:  compressed,
+		Version:     req.Version,
+		MaxInflated: p.maxInflated,
+	}); err != nil {
+		p.log.Warn("undecodable registration", "remote", c.RemoteAddr(), "broker", r.BrokerName, "addr", r.BrokerAddr, "err", err)
+		return err
+	}
+	res := p.routes.Register(&r)
+	if res.Refused {
+		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkRegisterFail...)
+		return nil
+	}
+	if res.HAServerAddr != "" {
+		resp.SetExt("haServerAddr", res.HAServerAddr)
+	}
+	if res.MasterAddr != "" {
+		resp.SetExt("masterAddr", res.MasterAddr)
+	}
+	if p.cfg.Load().ReturnOrderTopicConfigToBroker {
+		if table, ok := p.kv.KVTable(protocol.NamespaceOrderTopicConfig); ok {
+			resp.Body = table
+		}
+	}
+	return nil
+}
+
+func (p *Processor) unregisterBroker(req *remoting.Command) error {
+	h := fields{req}
+	cluster, err := h.required("clusterName")
+	if err != nil {
+		return err
+	}
+	addr, err := h.required("brokerAddr")
+	if err != nil {
+		return err
+	}
+	name, err := h.required("brokerName")
+	if err != nil {
+		return err
+	}
+	p.routes.Unregister(cluster, addr, name)
+	return nil
+}
+
+func (p *Processor) queryDataVersion(req *remoting.Command, resp *remoting.Response) error {
+	h := fields{req}
+	cluster, err := h.required("clusterName")
+	if err != nil {
+		return err
+	}
+	addr, err := h.required("brokerAddr")
+	if err != nil {
+		return err
+	}
+	if len(req.Body) == 0 {
+		return &fieldError{"QUERY_DATA_VERSION needs the broker's DataVersion as its body"}
+	}
+	dv, err := body.DecodeDataVersion(req.Body)
+	if err != nil {
+		return err
+	}
+	changed, stored, found := p.routes.QueryDataVersion(cluster, addr, dv)
+	resp.SetExt("changed", strconv.FormatBool(changed))
+	if found {
+		resp.Body = body.AppendDataVersion(nil, stored)
+	}
+	return nil
+}
+
+func (p *Processor) brokerHeartbeat(req *remoting.Command) error {
+	h := fields{req}
+	cluster, err := h.required("clusterName")
+	if err != nil {
+		return err
+	}
+	addr, err := h.required("brokerAddr")
+	if err != nil {
+		return err
+	}
+	p.routes.Heartbeat(cluster, addr)
+	return nil
+}
+
+func (p *Processor) brokerMemberGroup(req *remoting.Command, resp *remoting.Response) error {
+	h := fields{req}
+	name, err := h.required("brokerName")
+	if err != nil {
+		return err
+	}
+	// Java echoes the requested cluster without checking it.
+	resp.Body = body.AppendBrokerMemberGroup(nil, h.string("clusterName"), name, p.routes.MemberGroup(name))
+	return nil
+}
+
+func (p *Processor) registerTopic(req *remoting.Command) error {
+	topic, err := fields{req}.required("topic")
+	if err != nil {
+		return err
+	}
+	if len(req.Body) == 0 {
+		return nil
+	}
+	queues, err := body.DecodeQueueDatas(req.Body)
+	if err != nil {
+		return err
+	}
+	p.routes.RegisterTopic(topic, queues)
+	return nil
+}
+
+func (p *Processor) writePerm(req *remoting.Command, resp *remoting.Response) error {
+	name, err := fields{req}.required("brokerName")
+	if err != nil {
+		return err
+	}
+	if req.Code == protocol.WipeWritePermOfBroker {
+		resp.SetExt("wipeTopicCount", strconv.Itoa(p.routes.WipeWritePerm(name)))
+	} else {
+		resp.SetExt("addTopicCount", strconv.Itoa(p.routes.AddWritePerm(name)))
+	}
+	return nil
+}
+
+func (p *Processor) deleteTopic(req *remoting.Command) error {
+	h := fields{req}
+	topic, err := h.required("topic")
+	if err != nil {
+		return err
+	}
+	p.routes.DeleteTopic(topic, h.string("clusterName"))
+	return nil
+}
+
+func (p *Processor) putKV(req *remoting.Command, resp *remoting.Response) error {
+	ns, okNS := req.ExtValue("namespace")
+	key, okKey := req.ExtValue("key")
+	if !okNS || !okKey {
+		resp.Fail(protocol.SystemError, remarkKVNull)
+		return nil
+	}
+	var value *string
+	if v, ok := req.ExtValue("value"); ok {
+		s := string(v)
+		value = &s
+	}
+	return p.kv.Put(string(ns), string(key), value)
+}
+
+func (p *Processor) getKV(req *remoting.Command, resp *remoting.Response) {
+	h := fields{req}
+	ns, key := h.stringOrNull("namespace"), h.stringOrNull("key")
+	resp.HasExt = true
+	if v, ok := p.kv.Get(ns, key); ok {
+		resp.SetExt("value", v)
+		return
+	}
+	resp.Code = protocol.QueryNotFound
+	resp.Remark = fmt.Appendf(resp.Remark[:0], "No config item, Namespace: %s Key: %s", ns, key)
+}
+
+func (p *Processor) deleteKV(req *remoting.Command) error {
+	ns, okNS := req.ExtValue("namespace")
+	key, okKey := req.ExtValue("key")
+	if !okNS || !okKey {
+		return nil
+	}
+	return p.kv.Delete(string(ns), string(key))
+}
+
+func (p *Processor) kvList(req *remoting.Command, resp *remoting.Response) {
+	ns := fields{req}.stringOrNull("namespace")
+	if table, ok := p.kv.KVTable(ns); ok {
+		resp.Body = table
+		return
+	}
+	resp.Code = protocol.QueryNotFound
+	resp.Remark = fmt.Appendf(resp.Remark[:0], "No config item, Namespace: %s", ns)
+}
+
+func (p *Processor) updateConfig(req *remoting.Command, resp *remoting.Response) {
+	err := p.cfg.Update(req.Body)
+	switch {
+	case err == nil:
+	case errors.Is(err, config.ErrBlackListed):
+		resp.Fail(protocol.NoPermission, remarkBlackList)
+	case errors.Is(err, config.ErrParse):
+		resp.Fail(protocol.SystemError, remarkProperties)
+	default:
+		p.log.Warn("update namesrv config refused", "err", err)
+		resp.Fail(protocol.SystemError, err.Error())
+	}
+}
+
+// zoneRequested reports the zone a client asked its route to be filtered
+// by (§3.7 step 7).
+func zoneRequested(req *remoting.Command) (string, bool) {
+	mode, ok := req.ExtValue("__ZONE_MODE")
+	if !ok || !fjson.ParseBool(mode) {
+		return "", false
+	}
+	zone, _ := req.ExtValue("__ZONE_NAME")
+	z := strings.TrimSpace(string(zone))
+	return z, z != ""
+}
+
+// filterByZone keeps the broker groups of the requested zone, and groups
+// without a master (so consumers can still read from a slave elsewhere),
+// dropping the queues and filter servers of the rest.
+func filterByZone(rd *body.TopicRouteData, zone string) body.TopicRouteData {
+	out := *rd
+	out.BrokerDatas, out.QueueDatas, out.FilterServers = nil, nil, nil
+	removed := map[string]bool{}
+	removedAddrs := map[string]bool{}
+	for _, bd := range rd.BrokerDatas {
+		if len(bd.Addrs) == 0 || bd.Addrs[0].ID != 0 || strings.EqualFold(bd.ZoneName, zone) {
+			out.BrokerDatas = append(out.BrokerDatas, bd)
+			continue
+		}
+		removed[bd.BrokerName] = true
+		for _, a := range bd.Addrs {
+			removedAddrs[a.Addr] = true
+		}
+	}
+	for _, q := range rd.QueueDatas {
+		if !removed[q.BrokerName] {
+			out.QueueDatas = append(out.QueueDatas, q)
+		}
+	}
+	for _, fs := range rd.FilterServers {
+		if !removedAddrs[fs.BrokerAddr] {
+			out.FilterServers = append(out.FilterServers, fs)
+		}
+	}
+	return out
+}
