@@ -26,7 +26,7 @@ func Peers(statefulSet string, pods []corev1.Pod) map[int32]Peer {
 			continue
 		}
 		out[ordinal] = Peer{
-			Ready: p.DeletionTimestamp == nil && podReady(p),
+			Ready: p.DeletionTimestamp == nil && PodReady(p),
 			IP:    p.Status.PodIP,
 		}
 	}
@@ -46,7 +46,8 @@ func Ordinal(statefulSet, pod string) (int32, bool) {
 	return int32(n), true
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady tells whether a pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

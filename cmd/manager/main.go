@@ -1,0 +1,113 @@
+// Command manager runs the kube-namesrv operator: the NameServerCluster
+// controller with leader election, metrics and health endpoints.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/internal/version"
+)
+
+// config holds the command-line settings.
+type config struct {
+	metricsAddr   string
+	probeAddr     string
+	leaderElect   bool
+	namespaces    string
+	clusterDomain string
+	namesrvImage  string
+}
+
+func main() {
+	var cfg config
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	fs.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint (plain HTTP); \"0\" disables it.")
+	fs.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&cfg.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several managers reconciles.")
+	fs.StringVar(&cfg.namespaces, "namespaces", "", "Comma-separated namespaces to manage; empty manages all.")
+	fs.StringVar(&cfg.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of Services in the published addresses.")
+	fs.StringVar(&cfg.namesrvImage, "namesrv-image", version.DefaultImage(), "NameServer image for clusters that set no spec.image.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(cfg); err != nil {
+		ctrl.Log.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}
+
+func run(cfg config) error {
+	log := ctrl.Log.WithName("setup")
+	if cfg.clusterDomain == "" || cfg.namesrvImage == "" {
+		return errors.New("--cluster-domain and --namesrv-image must not be empty")
+	}
+	namespaces := splitNamespaces(cfg.namespaces)
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: cfg.metricsAddr},
+		HealthProbeBindAddress:        cfg.probeAddr,
+		LeaderElection:                cfg.leaderElect,
+		LeaderElectionID:              "kube-namesrv.rocketmq.kube-namesrv.io",
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(namespaces),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := (&controllers.NameServerClusterReconciler{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("kube-namesrv"),
+		Render:     render.Options{ClusterDomain: cfg.clusterDomain, DefaultImage: cfg.namesrvImage},
+		Namespaces: namespaces,
+		Clock:      clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NameServerCluster controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	log.Info("starting the manager", "version", version.Version, "namespaces", namespaces,
+		"clusterDomain", cfg.clusterDomain, "namesrvImage", cfg.namesrvImage)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// splitNamespaces parses --namespaces, dropping blanks.
+func splitNamespaces(s string) []string {
+	var out []string
+	for _, ns := range strings.Split(s, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
