@@ -107,8 +107,8 @@ func TestSlaveWithoutLiveMasterGetsNoMasterAddr(t *testing.T) {
 
 func TestReRegistrationAndDataVersion(t *testing.T) {
 	tests := []struct {
-		name          string
-		second        *Registration
+		name           string
+		second         *Registration
 		wantT1, wantT3 string
 	}{
 		{"same version keeps stored config, adds missing topics",
