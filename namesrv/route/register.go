@@ -83,9 +83,10 @@ func (t *Table) Register(r *Registration) RegisterResult {
 		}
 	}
 
-	if _, ok := b.addrs[r.BrokerID]; !ok && len(r.Body.Topics) == 1 {
-		// An incremental single-topic registration must not be a broker's
-		// first. Unlike Java, undo the empty group it would leave behind.
+	if _, ok := b.addrs[r.BrokerID]; !ok && r.Modern && len(r.Body.Topics) == 1 {
+		// A 5.x broker's incremental single-topic registration must not
+		// be its first (4.9 NameServers accept it, and so do we from 4.x
+		// brokers). Unlike Java, undo the empty group it would leave.
 		if len(b.addrs) == 0 {
 			delete(t.brokers, r.BrokerName)
 			if !wasMember {

@@ -139,8 +139,14 @@ func TestReRegistrationAndDataVersion(t *testing.T) {
 
 func TestFirstSingleTopicRegistrationIsRefusedAndLeavesNothing(t *testing.T) {
 	tb, _ := newTable(t)
-	if res := tb.Register(reg("c", "b", 0, "a:1", 1, nil, topics("T:1:1:6")...)); !res.Refused {
-		t.Fatal("a first registration with one topic must be refused")
+	if res := tb.Register(reg("c", "old", 0, "o:1", 1, nil, topics("O:1:1:6")...)); res.Refused {
+		t.Fatal("a 4.x broker's first registration with one topic is accepted, as by 4.9 NameServers")
+	}
+	tb.Unregister("c", "o:1", "old")
+	first := reg("c", "b", 0, "a:1", 1, nil, topics("T:1:1:6")...)
+	first.Modern = true
+	if res := tb.Register(first); !res.Refused {
+		t.Fatal("a 5.x broker's first registration with one topic must be refused")
 	}
 	if ci := string(tb.ClusterInfo()); ci != `{"brokerAddrTable":{},"clusterAddrTable":{}}` {
 		t.Fatalf("refusal left %s", ci)
