@@ -85,12 +85,33 @@ test: verify-generated check-fmt vet test-unit fuzz-short ## Run every test (the
 test-unit: envtest-assets
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" $(GO) test -race -count=1 ./...
 
+# The end-to-end suite runs a real control plane (etcd, kube-apiserver,
+# kube-controller-manager) and a process kubelet inside private namespaces
+# (hack/e2e-box.sh). The test binary is built outside the box, where the
+# module proxy is reachable. E2E_PREREQUISITES are the targets that build what
+# the suite starts as Pods (e.g. `build` for bin/namesrv); the suite finds
+# those binaries in E2E_BIN_DIR.
+E2E_PREREQUISITES ?=
+E2E_TIMEOUT ?= 10m
+E2E_FLAGS ?=
+
+.PHONY: test-e2e
+test-e2e: envtest-assets $(E2E_PREREQUISITES) ## Run the end-to-end suite in a cluster in a box (not part of `make test`).
+	$(GO) test -c -tags e2e -o $(LOCALBIN)/e2e.test ./test/e2e
+	cd test/e2e && KUBEBUILDER_ASSETS="$$($(CURDIR)/hack/envtest-binaries.sh)" E2E_BIN_DIR=$(LOCALBIN) \
+	  $(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
+
 .PHONY: envtest-assets
 envtest-assets: ## Build (or find) kube-apiserver, etcd and kubectl for envtest.
 	@hack/envtest-binaries.sh >/dev/null
 
 # Each decoder's fuzz target, as package:Target pairs.
-FUZZ_TARGETS ?= ./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV
+FUZZ_TARGETS ?= \
+	./namesrv/remoting:FuzzConnStream ./namesrv/remoting:FuzzDecode \
+	./namesrv/remoting:FuzzBinaryHeader ./namesrv/remoting:FuzzJSONHeader \
+	./namesrv/fjson:FuzzReader \
+	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed \
+	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.

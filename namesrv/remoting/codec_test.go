@@ -22,7 +22,7 @@ func frameBody(t testing.TB, frame []byte) []byte {
 	return frame[4:]
 }
 
-func readGolden(t *testing.T, name string) []byte {
+func readGolden(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -31,7 +31,8 @@ func readGolden(t *testing.T, name string) []byte {
 	return b
 }
 
-func readHexGolden(t *testing.T, name string) []byte {
+// readHexGolden reads a commented hex dump from testdata.
+func readHexGolden(t testing.TB, name string) []byte {
 	t.Helper()
 	var clean strings.Builder
 	for _, line := range strings.Split(string(readGolden(t, name)), "\n") {
@@ -275,6 +276,41 @@ func FuzzDecode(f *testing.F) {
 		}
 		if c2.Code != c.Code || c2.Opaque != c.Opaque || c2.Flag != c.Flag || c2.Version != c.Version || !bytes.Equal(c2.Body, c.Body) {
 			t.Fatalf("round trip changed %+v into %+v", c, c2)
+		}
+	})
+}
+
+// FuzzBinaryHeader fuzzes the ROCKETMQ binary header decoder alone.
+func FuzzBinaryHeader(f *testing.F) {
+	f.Add(AppendFrame(nil, RocketMQ, &Header{Code: 103, Remark: []byte("r"), Ext: []Pair{{"brokerName", "b"}, {"k", ""}}}, nil)[8:])
+	f.Add(readHexGolden(f, "route-request-binary.hex")[8:])
+	f.Fuzz(func(t *testing.T, header []byte) {
+		var c Command
+		if err := decodeBinary(header, &c); err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("error %v is not ErrMalformed", err)
+		}
+		for _, e := range c.Ext {
+			if len(e.Key) == 0 || len(e.Value) == 0 {
+				t.Fatalf("empty key or value kept: %q", e)
+			}
+		}
+	})
+}
+
+// FuzzJSONHeader fuzzes the lenient JSON header reader alone.
+func FuzzJSONHeader(f *testing.F) {
+	for _, h := range []string{
+		`{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":479}`,
+		`{"code":105,"language":"GO","version":317,"opaque":3,"flag":0,"remark":"","extFields":{"topic":"TopicTest"}}`,
+		`{"code":105,"language":"JAVA","opaque":1,"flag":0,"version":121,"extFields":{"topic":"T","queueId":1,"b":true,"n":null}}`,
+	} {
+		f.Add([]byte(h))
+	}
+	f.Fuzz(func(t *testing.T, header []byte) {
+		var d Decoder
+		var c Command
+		if err := d.decodeJSON(header, &c); err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("error %v is not ErrMalformed", err)
 		}
 	})
 }

@@ -386,3 +386,32 @@ func TestObserverSeesConnectionsAndRequests(t *testing.T) {
 		t.Fatalf("reason %q", obs.reasons[0])
 	}
 }
+
+// FuzzConnStream feeds arbitrary byte streams to a live connection: the
+// server must answer or close, never panic or hang, and always tell the
+// handler the connection is gone.
+func FuzzConnStream(f *testing.F) {
+	f.Add(request(JSON, 105, 1, 0, ""))
+	f.Add(append(request(RocketMQ, 105, 1, 0, "x"), request(JSON, 103, 2, protocol.FlagOneway, "y")...))
+	f.Add([]byte{0, 0, 0, 4, 0, 0, 0, 0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		h := newEchoHandler()
+		close(h.release) // code 998 must not block here
+		h.started = make(chan struct{}, 1<<16)
+		s := NewServer(h, Config{FrameMaxLength: 4096, ReadBufferSize: 64})
+		client, server := net.Pipe()
+		if !s.track(server) {
+			t.Fatal("not tracked")
+		}
+		go io.Copy(io.Discard, client)
+		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		client.Write(stream)
+		client.Close()
+		select {
+		case <-h.closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("connection never ended")
+		}
+	})
+}
