@@ -90,10 +90,12 @@ func New(o Options) (*Server, error) {
 		Logger:  o.Logger.With("component", "processor"),
 		Started: s.started,
 	}), remoting.Config{
-		FrameMaxLength: cfg.FrameMaxLength,
-		IdleTimeout:    idleTimeout(cfg.ServerChannelMaxIdleTimeSeconds),
-		Logger:         o.Logger.With("component", "remoting"),
-		Observer:       o.Observer,
+		FrameMaxLength:      cfg.FrameMaxLength,
+		IdleTimeout:         idleTimeout(cfg.ServerChannelMaxIdleTimeSeconds),
+		SocketSendBuffer:    cfg.ServerSocketSndBufSize,
+		SocketReceiveBuffer: cfg.ServerSocketRcvBufSize,
+		Logger:              o.Logger.With("component", "remoting"),
+		Observer:            o.Observer,
 	})
 	return s, nil
 }

@@ -38,16 +38,16 @@ type Config struct {
 	OrderMessageEnable                   bool   `prop:"orderMessageEnable" default:"false" effect:"live" doc:"add orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace to routes"`
 	ConfigBlackList                      string `prop:"configBlackList" default:"configBlackList;configStorePath;kvConfigPath" effect:"live" doc:"';'-separated keys UPDATE_NAMESRV_CONFIG refuses (rocketmqHome and the defaults are always refused)"`
 	ReturnOrderTopicConfigToBroker       bool   `prop:"returnOrderTopicConfigToBroker" default:"true" effect:"live" doc:"attach the ORDER_TOPIC_CONFIG KV table to REGISTER_BROKER answers"`
-	ClientRequestThreadPoolNums          int    `prop:"clientRequestThreadPoolNums" default:"8" min:"1" effect:"restart" doc:"concurrency for route queries (code 105)"`
-	DefaultThreadPoolNums                int    `prop:"defaultThreadPoolNums" default:"16" min:"1" effect:"restart" doc:"concurrency for every other code"`
-	ClientRequestThreadPoolQueueCapacity int    `prop:"clientRequestThreadPoolQueueCapacity" default:"50000" min:"1" effect:"restart" doc:"queued route queries before SYSTEM_BUSY"`
-	DefaultThreadPoolQueueCapacity       int    `prop:"defaultThreadPoolQueueCapacity" default:"10000" min:"1" effect:"restart" doc:"queued other requests before SYSTEM_BUSY"`
-	ScanNotActiveBrokerInterval          int64  `prop:"scanNotActiveBrokerInterval" default:"5000" min:"1" effect:"restart" doc:"period of the expired-broker scan, milliseconds"`
-	UnRegisterBrokerQueueCapacity        int    `prop:"unRegisterBrokerQueueCapacity" default:"3000" min:"1" effect:"restart" doc:"capacity of the batched unregistration queue"`
+	ClientRequestThreadPoolNums          int    `prop:"clientRequestThreadPoolNums" default:"8" min:"1" effect:"none" doc:"Java's route-query thread pool; here each connection is served by its own goroutine"`
+	DefaultThreadPoolNums                int    `prop:"defaultThreadPoolNums" default:"16" min:"1" effect:"none" doc:"Java's thread pool for other codes; here each connection is served by its own goroutine"`
+	ClientRequestThreadPoolQueueCapacity int    `prop:"clientRequestThreadPoolQueueCapacity" default:"50000" min:"1" effect:"none" doc:"Java's route-query queue (full: SYSTEM_BUSY); this server queues nothing"`
+	DefaultThreadPoolQueueCapacity       int    `prop:"defaultThreadPoolQueueCapacity" default:"10000" min:"1" effect:"none" doc:"Java's queue for other codes (full: SYSTEM_BUSY); this server queues nothing"`
+	ScanNotActiveBrokerInterval          int64  `prop:"scanNotActiveBrokerInterval" default:"5000" min:"1" effect:"live" doc:"period of the expired-broker scan, milliseconds; read at every round"`
+	UnRegisterBrokerQueueCapacity        int    `prop:"unRegisterBrokerQueueCapacity" default:"3000" min:"1" effect:"none" doc:"Java's batched unregistration queue; this server unregisters synchronously"`
 	SupportActingMaster                  bool   `prop:"supportActingMaster" default:"false" effect:"live" doc:"rewrite routes so a slave acts as master when the master is gone"`
 	EnableAllTopicList                   bool   `prop:"enableAllTopicList" default:"true" effect:"live" doc:"answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)"`
 	EnableTopicList                      bool   `prop:"enableTopicList" default:"true" effect:"live" doc:"answer codes 224, 311, 312 and 313"`
-	NotifyMinBrokerIdChanged             bool   `prop:"notifyMinBrokerIdChanged" default:"false" effect:"live" doc:"send NOTIFY_MIN_BROKER_ID_CHANGE (905) to brokers"`
+	NotifyMinBrokerIdChanged             bool   `prop:"notifyMinBrokerIdChanged" default:"false" effect:"none" doc:"send NOTIFY_MIN_BROKER_ID_CHANGE (905) to brokers; not implemented: 5.x brokers poll for it"`
 	EnableControllerInNamesrv            bool   `prop:"enableControllerInNamesrv" default:"false" effect:"none" doc:"embed Java's DLedger controller; not implemented"`
 	NeedWaitForService                   bool   `prop:"needWaitForService" default:"false" effect:"live" doc:"refuse route queries for waitSecondsForService after start"`
 	WaitSecondsForService                int    `prop:"waitSecondsForService" default:"45" min:"0" effect:"live" doc:"length of that wait, seconds"`
@@ -71,8 +71,8 @@ type Config struct {
 	ServerSocketBacklog                int    `prop:"serverSocketBacklog" default:"1024" effect:"none" doc:"listen backlog; Go uses the OS setting"`
 	ServerNettyWorkerGroupEnable       bool   `prop:"serverNettyWorkerGroupEnable" default:"true" effect:"none" doc:"Netty worker group switch; unused"`
 	ServerPooledByteBufAllocatorEnable bool   `prop:"serverPooledByteBufAllocatorEnable" default:"true" effect:"none" doc:"Netty pooled buffers; unused"`
-	EnableShutdownGracefully           bool   `prop:"enableShutdownGracefully" default:"false" effect:"live" doc:"on shutdown answer GO_AWAY for shutdownWaitTimeSeconds before closing"`
-	ShutdownWaitTimeSeconds            int    `prop:"shutdownWaitTimeSeconds" default:"30" min:"0" effect:"live" doc:"length of that drain, seconds"`
+	EnableShutdownGracefully           bool   `prop:"enableShutdownGracefully" default:"false" effect:"none" doc:"Java answers GO_AWAY while shutting down; this server answers what it received, then closes"`
+	ShutdownWaitTimeSeconds            int    `prop:"shutdownWaitTimeSeconds" default:"30" min:"0" effect:"none" doc:"length of Java's GO_AWAY period; unused"`
 	UseEpollNativeSelector             bool   `prop:"useEpollNativeSelector" default:"false" effect:"none" doc:"Netty epoll transport; unused"`
 
 	// Go additions.

@@ -122,7 +122,7 @@ func TestKeysDescribeEveryProperty(t *testing.T) {
 	}
 	for name, want := range map[string]Effect{
 		"orderMessageEnable": EffectLive, "listenPort": EffectRestart, "bindAddress": EffectRestart,
-		"defaultThreadPoolNums": EffectRestart, "serverSelectorThreads": EffectNone, "clusterTest": EffectNone,
+		"defaultThreadPoolNums": EffectNone, "scanNotActiveBrokerInterval": EffectLive, "serverSelectorThreads": EffectNone, "clusterTest": EffectNone,
 	} {
 		k, ok := LookupKey(name)
 		if !ok || k.Effect != want {

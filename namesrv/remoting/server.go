@@ -61,8 +61,13 @@ type Config struct {
 	// ReadBufferSize is the per-connection read buffer; frames larger than
 	// it are read into a buffer of their own.
 	ReadBufferSize int
-	Logger         *slog.Logger
-	Observer       Observer
+	// SocketSendBuffer and SocketReceiveBuffer set the kernel buffers of
+	// each connection (Java's serverSocketSndBufSize/RcvBufSize); 0 keeps
+	// the OS default.
+	SocketSendBuffer    int
+	SocketReceiveBuffer int
+	Logger              *slog.Logger
+	Observer            Observer
 }
 
 const (
@@ -183,6 +188,14 @@ func isTemporary(err error) bool {
 }
 
 func (s *Server) track(nc net.Conn) bool {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		if s.cfg.SocketSendBuffer > 0 {
+			tc.SetWriteBuffer(s.cfg.SocketSendBuffer)
+		}
+		if s.cfg.SocketReceiveBuffer > 0 {
+			tc.SetReadBuffer(s.cfg.SocketReceiveBuffer)
+		}
+	}
 	c := &Conn{
 		id:     s.nextID.Add(1),
 		nc:     nc,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -414,4 +415,28 @@ func FuzzConnStream(f *testing.F) {
 			t.Fatal("connection never ended")
 		}
 	})
+}
+
+func TestSocketBuffersAreApplied(t *testing.T) {
+	h := newEchoHandler()
+	ts := startServer(t, h, Config{SocketSendBuffer: 64 << 10, SocketReceiveBuffer: 32 << 10})
+	c := dial(t, ts.addr)
+	c.send(request(JSON, 105, 1, 0, ""))
+	c.mustRead()
+	var conn *Conn
+	ts.srv.mu.Lock()
+	for k := range ts.srv.conns {
+		conn = k
+	}
+	ts.srv.mu.Unlock()
+	raw, err := conn.nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rcv int
+	raw.Control(func(fd uintptr) { rcv, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) })
+	// Linux doubles the value asked for, to account for its bookkeeping.
+	if rcv != 64<<10 {
+		t.Fatalf("SO_RCVBUF = %d, want 65536 (twice the 32 KiB asked for)", rcv)
+	}
 }
