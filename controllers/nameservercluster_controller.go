@@ -79,6 +79,17 @@ type NameServerClusterReconciler struct {
 
 // Reconcile brings one cluster's children and published list towards its spec.
 func (r *NameServerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcileRequest(ctx, req)
+	if apierrors.IsConflict(err) {
+		// The cluster changed since it was read; its watch event brings the
+		// newer version here, so retrying this stale one would only repeat it.
+		logf.FromContext(ctx).V(1).Info("stale read; waiting for the newer version", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &v1alpha1.NameServerCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -187,7 +198,7 @@ func (r *NameServerClusterReconciler) finalize(ctx context.Context, c *v1alpha1.
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(c, Finalizer)
-	if err := r.Patch(ctx, c, patch); err != nil {
+	if err := r.Patch(ctx, c, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing the finalizer of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil

@@ -63,7 +63,7 @@ type NameServerClusterSpec struct {
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// Ports the NameServer listens on.
-	// +kubebuilder:default={}
+	// +kubebuilder:default={remoting:9876,http:8080}
 	// +optional
 	Ports Ports `json:"ports,omitempty"`
 

@@ -1,0 +1,546 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+)
+
+var _ = Describe("NameServerCluster", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace(nil) })
+
+	It("creates every child as specified, then writes nothing more", func() {
+		newCluster(ns, "alpha")
+
+		sts := &appsv1.StatefulSet{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(testCtx, key(ns, "alpha"), sts)).To(Succeed())
+		}).Should(Succeed())
+		Expect(sts.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+		Expect(sts.Spec.ServiceName).To(Equal("alpha-headless"))
+		Expect(sts.OwnerReferences).To(ConsistOf(HaveField("Name", "alpha")))
+		pod := sts.Spec.Template.Spec
+		Expect(pod.Containers).To(HaveLen(1))
+		ctr := pod.Containers[0]
+		Expect(ctr.Image).To(Equal(testImage))
+		Expect(ctr.Command).To(Equal([]string{"/namesrv"}))
+		Expect(ctr.Args).To(ContainElements("--listen-port=9876", "--http-port=8080", "--address-file=/etc/namesrv-addr/namesrvAddr"))
+		Expect(ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(ctr.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+		Expect(ctr.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString("http")))
+		Expect(ctr.SecurityContext.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()))
+		Expect(ctr.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+		Expect(pod.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		Expect(pod.TerminationGracePeriodSeconds).To(HaveValue(BeEquivalentTo(30)))
+		Expect(ctr.VolumeMounts).To(ContainElement(And(HaveField("Name", "namesrv-addr"), HaveField("MountPath", "/etc/namesrv-addr"), HaveField("ReadOnly", true))))
+		Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "namesrv-addr"),
+			HaveField("ConfigMap.LocalObjectReference.Name", "alpha-namesrv-addr"), HaveField("ConfigMap.Optional", HaveValue(BeTrue())))))
+		Expect(sts.Spec.Template.Annotations).To(HaveKey(render.AnnotationConfigChecksum))
+
+		for _, name := range []string{"alpha-headless", "alpha"} {
+			svc := &corev1.Service{}
+			Eventually(func() error { return k8sClient.Get(testCtx, key(ns, name), svc) }).Should(Succeed())
+			Expect(svc.Spec.Ports).To(ConsistOf(
+				And(HaveField("Name", "remoting"), HaveField("Port", BeEquivalentTo(9876))),
+				And(HaveField("Name", "http"), HaveField("Port", BeEquivalentTo(8080)))))
+			Expect(svc.Spec.Selector).To(Equal(map[string]string{render.LabelName: render.AppName, render.LabelInstance: "alpha"}))
+		}
+		headless := &corev1.Service{}
+		Expect(k8sClient.Get(testCtx, key(ns, "alpha-headless"), headless)).To(Succeed())
+		Expect(headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(headless.Spec.PublishNotReadyAddresses).To(BeTrue())
+
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "alpha-config"), cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKey("namesrv.properties"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "alpha-namesrv-addr")).To(Equal(map[string]string{
+				"namesrvAddr": "", "NAMESRV_ADDR": "", "namesrvAddrIPs": "",
+				"rmqAddressServerDomain":   "alpha." + ns + ".svc.cluster.local:8080",
+				"rocketmq.namesrv.domain":  "alpha." + ns + ".svc.cluster.local:8080",
+				"rmqAddressServerSubGroup": "nsaddr",
+			}))
+		}).Should(Succeed())
+		pdb := &policyv1.PodDisruptionBudget{}
+		Eventually(func() error { return k8sClient.Get(testCtx, key(ns, "alpha"), pdb) }).Should(Succeed())
+		Expect(pdb.Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "alpha")
+			g.Expect(c.Finalizers).To(ContainElement(Finalizer))
+			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+			g.Expect(c.Status.Selector).To(Equal("app.kubernetes.io/instance=alpha,app.kubernetes.io/name=namesrv"))
+			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(eventReasons(g, ns, "alpha")).To(ContainElement("Normal/Created"))
+		}).Should(Succeed())
+
+		By("re-reconciling an unchanged cluster writes nothing")
+		versions := func(g Gomega) []string {
+			var out []string
+			for _, o := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+				g.Expect(k8sClient.Get(testCtx, key(ns, "alpha"), o)).To(Succeed())
+				out = append(out, o.GetResourceVersion())
+			}
+			for _, name := range []string{"alpha-config", "alpha-namesrv-addr"} {
+				cm := &corev1.ConfigMap{}
+				g.Expect(k8sClient.Get(testCtx, key(ns, name), cm)).To(Succeed())
+				out = append(out, cm.ResourceVersion)
+			}
+			return out
+		}
+		before := versions(Default)
+		updateCluster(ns, "alpha", func(c *v1alpha1.NameServerCluster) { c.Annotations = map[string]string{"poke": "1"} })
+		Consistently(versions).Should(Equal(before))
+	})
+
+	It("publishes peers once ready, in order, and keeps the IP list current", func() {
+		newCluster(ns, "pub")
+		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "pub")).To(BeEquivalentTo(3)) }).Should(Succeed())
+
+		By("a ready pod behind an unready one waits")
+		setPod(ns, "pub", 0, true, podIP(0))
+		setPod(ns, "pub", 1, false, "")
+		setPod(ns, "pub", 2, true, podIP(2))
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(And(
+				HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 1)),
+				HaveKeyWithValue("NAMESRV_ADDR", peerList(ns, "pub", 1)),
+				HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876")))
+			c := getCluster(g, ns, "pub")
+			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(1))
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(HaveField("Reason", "WaitingForReadiness"))
+		}).Should(Succeed())
+
+		By("the gap closes and every peer is published")
+		readyPods(ns, "pub", 1)
+		settleStatefulSet(ns, "pub")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(And(
+				HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)),
+				HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9876;"+podIP(2)+":9876")))
+			c := getCluster(g, ns, "pub")
+			g.Expect(c.Status.NamesrvAddr).To(Equal(peerList(ns, "pub", 3)))
+			g.Expect(c.Status.Addresses).To(HaveLen(3))
+			g.Expect(c.Status.ReadyReplicas).To(BeEquivalentTo(3))
+			for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
+				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, t)).To(BeTrue(), t)
+			}
+			for _, t := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
+				g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, t)).To(BeTrue(), t)
+			}
+			g.Expect(eventReasons(g, ns, "pub")).To(ContainElement("Normal/Published"))
+		}).Should(Succeed())
+
+		By("a published pod that restarts stays listed by name; only the IP list follows it")
+		setPod(ns, "pub", 1, false, podIP(1))
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
+			c := getCluster(g, ns, "pub")
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(HaveField("Reason", "PublishedPeersNotReady"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)))
+		}).Should(Succeed())
+		By("a pod recreated elsewhere gets a new IP, which the IP list follows")
+		Expect(k8sClient.Delete(testCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pub-1"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
+		}).Should(Succeed())
+		setPod(ns, "pub", 1, true, "10.9.9.9")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;10.9.9.9:9876;"+podIP(2)+":9876"))
+		}).Should(Succeed())
+	})
+
+	It("publishes new peers after they are ready and shrinks the StatefulSet only after the drain", func() {
+		newCluster(ns, "scale", withDrain(3))
+		readyPods(ns, "scale", 0, 1, 2)
+		settleStatefulSet(ns, "scale")
+		Eventually(func(g Gomega) {
+			g.Expect(getCluster(g, ns, "scale").Status.PublishedReplicas).To(BeEquivalentTo(3))
+		}).Should(Succeed())
+
+		By("scale-up: the StatefulSet grows at once, the list waits for readiness")
+		updateCluster(ns, "scale", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](5) })
+		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "scale")).To(BeEquivalentTo(5)) }).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(addressData(g, ns, "scale-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "scale", 3)))
+		}).Should(Succeed())
+		readyPods(ns, "scale", 3, 4)
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "scale-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "scale", 5)))
+			g.Expect(getCluster(g, ns, "scale").Status.PublishedReplicas).To(BeEquivalentTo(5))
+		}).Should(Succeed())
+		settleStatefulSet(ns, "scale")
+
+		By("scale-down: the list shrinks first and the StatefulSet keeps the peers while they drain")
+		start := time.Now()
+		updateCluster(ns, "scale", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](2) })
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "scale-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "scale", 2)))
+			c := getCluster(g, ns, "scale")
+			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
+			g.Expect(c.Status.DrainStartTime).NotTo(BeNil())
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", "Draining"))
+			g.Expect(eventReasons(g, ns, "scale")).To(ContainElement("Normal/Draining"))
+		}).Should(Succeed())
+		Expect(statefulSetReplicas(Default, ns, "scale")).To(BeEquivalentTo(5))
+		Expect(addressData(Default, ns, "scale-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9876"))
+
+		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "scale")).To(BeEquivalentTo(2)) }, 10*time.Second).Should(Succeed())
+		Expect(time.Since(start)).To(BeNumerically(">=", 2*time.Second), "the StatefulSet shrank before the 3s drain was over")
+		Eventually(func(g Gomega) {
+			g.Expect(getCluster(g, ns, "scale").Status.DrainStartTime).To(BeNil())
+		}).Should(Succeed())
+	})
+
+	It("rolls the pods when the config changes", func() {
+		newCluster(ns, "conf")
+		checksum := func(g Gomega) string {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "conf"), sts)).To(Succeed())
+			return sts.Spec.Template.Annotations[render.AnnotationConfigChecksum]
+		}
+		var before string
+		Eventually(func(g Gomega) { before = checksum(g); g.Expect(before).NotTo(BeEmpty()) }).Should(Succeed())
+
+		updateCluster(ns, "conf", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"orderMessageEnable": "true"}
+		})
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "conf-config"), cm)).To(Succeed())
+			g.Expect(cm.Data["namesrv.properties"]).To(ContainSubstring("\norderMessageEnable=true\n"))
+			g.Expect(checksum(g)).NotTo(Equal(before))
+		}).Should(Succeed())
+
+		By("image, resources and scheduling changes roll the pods as well")
+		updateCluster(ns, "conf", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Image = "kube-namesrv/kube-namesrv:v0.0.1-test"
+			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}
+			c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		})
+		Eventually(func(g Gomega) {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "conf"), sts)).To(Succeed())
+			p := sts.Spec.Template.Spec
+			g.Expect(p.Containers[0].Image).To(Equal("kube-namesrv/kube-namesrv:v0.0.1-test"))
+			g.Expect(p.Containers[0].Resources.Requests.Memory().String()).To(Equal("128Mi"))
+			g.Expect(p.NodeSelector).To(HaveKeyWithValue("disk", "ssd"))
+		}).Should(Succeed())
+	})
+
+	It("restores children edited or deleted by hand", func() {
+		newCluster(ns, "heal")
+		readyPods(ns, "heal", 0, 1, 2)
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "heal-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "heal", 3)))
+		}).Should(Succeed())
+
+		By("an edited StatefulSet")
+		Eventually(func(g Gomega) {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "heal"), sts)).To(Succeed())
+			sts.Spec.Replicas = ptr.To[int32](1)
+			sts.Spec.Template.Spec.Containers[0].Image = "someone/else:latest"
+			g.Expect(k8sClient.Update(testCtx, sts, client.FieldOwner("kubectl-edit"))).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "heal"), sts)).To(Succeed())
+			g.Expect(sts.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+			g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(testImage))
+		}).Should(Succeed())
+
+		By("an edited address ConfigMap")
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "heal-namesrv-addr"), cm)).To(Succeed())
+			cm.Data["namesrvAddr"] = "wrong:9876"
+			g.Expect(k8sClient.Update(testCtx, cm, client.FieldOwner("kubectl-edit"))).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "heal-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "heal", 3)))
+		}).Should(Succeed())
+
+		By("deleted Services, ConfigMaps and PDB")
+		for _, o := range []client.Object{
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-headless"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-config"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-namesrv-addr"}},
+			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
+		} {
+			old := o.DeepCopyObject().(client.Object)
+			Expect(k8sClient.Get(testCtx, client.ObjectKeyFromObject(o), old)).To(Succeed())
+			Expect(k8sClient.Delete(testCtx, o)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(testCtx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+				g.Expect(o.GetUID()).NotTo(Equal(old.GetUID()))
+			}).Should(Succeed(), "%T %s not restored", o, o.GetName())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "heal-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "heal", 3)))
+		}).Should(Succeed())
+	})
+
+	It("deletes the PDB when it is disabled", func() {
+		newCluster(ns, "nopdb")
+		Eventually(func() error { return k8sClient.Get(testCtx, key(ns, "nopdb"), &policyv1.PodDisruptionBudget{}) }).Should(Succeed())
+		updateCluster(ns, "nopdb", func(c *v1alpha1.NameServerCluster) { c.Spec.PodDisruptionBudget.Enabled = ptr.To(false) })
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "nopdb"), &policyv1.PodDisruptionBudget{}))
+		}).Should(BeTrue())
+	})
+
+	It("keeps copies in other namespaces equal and deletes them with the cluster", func() {
+		brokers, clients := newNamespace(nil), newNamespace(nil)
+		missing := fmt.Sprintf("later-%d", time.Now().UnixNano())
+		newCluster(ns, "multi", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: brokers}, {Namespace: clients, Name: "rocketmq"}, {Namespace: missing}}
+		})
+		readyPods(ns, "multi", 0, 1, 2)
+		Eventually(func(g Gomega) {
+			local := addressData(g, ns, "multi-namesrv-addr")
+			g.Expect(local).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
+			g.Expect(addressData(g, brokers, "multi-namesrv-addr")).To(Equal(local))
+			g.Expect(addressData(g, clients, "rocketmq")).To(Equal(local))
+		}).Should(Succeed())
+
+		By("a target whose namespace does not exist is refused, then published once it appears")
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "multi")
+			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal("TargetRefused"))
+			g.Expect(cond.Message).To(ContainSubstring(missing))
+			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/TargetRefused"))
+		}).Should(Succeed())
+		Expect(k8sClient.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, missing, "multi-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
+			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "multi").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
+		}).Should(Succeed())
+
+		By("a copy deleted by hand comes back")
+		Expect(k8sClient.Delete(testCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: brokers, Name: "multi-namesrv-addr"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, brokers, "multi-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
+		}).Should(Succeed())
+
+		By("a target dropped from the spec is deleted")
+		updateCluster(ns, "multi", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: brokers}, {Namespace: clients, Name: "rocketmq"}}
+		})
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(testCtx, key(missing, "multi-namesrv-addr"), &corev1.ConfigMap{}))
+		}).Should(BeTrue())
+
+		By("deleting the cluster deletes the copies, then the finalizer lets it go")
+		Expect(k8sClient.Delete(testCtx, &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "multi"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(brokers, "multi-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(clients, "rocketmq"), &corev1.ConfigMap{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "multi"), &v1alpha1.NameServerCluster{}))).To(BeTrue())
+		}).Should(Succeed())
+	})
+
+	It("refuses targets it cannot honour and leaves foreign ConfigMaps alone", func() {
+		other := newNamespace(nil)
+		foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "theirs"}, Data: map[string]string{"k": "v"}}
+		Expect(k8sClient.Create(testCtx, foreign)).To(Succeed())
+		newCluster(ns, "refuse", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: ns, Name: "copy"}, {Namespace: other, Name: "theirs"}}
+		})
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "refuse")
+			degraded := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+			g.Expect(degraded).NotTo(BeNil())
+			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(degraded.Message).To(And(ContainSubstring("is the cluster's own"), ContainSubstring("was not created for this cluster")))
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", "Blocked"))
+			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElement("Warning/TargetRefused"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(addressData(g, other, "theirs")).To(Equal(map[string]string{"k": "v"}))
+		}).Should(Succeed())
+		Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "copy"), &corev1.ConfigMap{}))).To(BeTrue())
+		Expect(k8sClient.Delete(testCtx, &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "refuse"}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "refuse"), &v1alpha1.NameServerCluster{}))
+		}).Should(BeTrue())
+		Expect(addressData(Default, other, "theirs")).To(Equal(map[string]string{"k": "v"}))
+	})
+
+	It("scales through the scale subresource, like kubectl scale", func() {
+		newCluster(ns, "kscale")
+		readyPods(ns, "kscale", 0, 1, 2)
+		settleStatefulSet(ns, "kscale")
+		c := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kscale"}}
+		scale := &autoscalingv1.Scale{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.SubResource("scale").Get(testCtx, c, scale)).To(Succeed())
+			g.Expect(scale.Status.Replicas).To(BeEquivalentTo(3))
+			g.Expect(scale.Status.Selector).To(Equal("app.kubernetes.io/instance=kscale,app.kubernetes.io/name=namesrv"))
+		}).Should(Succeed())
+		scale.Spec.Replicas = 4
+		Expect(k8sClient.SubResource("scale").Update(testCtx, c, client.WithSubResourceBody(scale))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getCluster(g, ns, "kscale").Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
+			g.Expect(statefulSetReplicas(g, ns, "kscale")).To(BeEquivalentTo(4))
+		}).Should(Succeed())
+	})
+
+	It("runs two clusters side by side without interference", func() {
+		other := newNamespace(nil)
+		newCluster(ns, "one")
+		newCluster(ns, "two", withReplicas(1))
+		newCluster(other, "one", withReplicas(2))
+		readyPods(ns, "one", 0, 1, 2)
+		readyPods(ns, "two", 0)
+		setPod(other, "one", 0, true, "10.2.0.1")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "one-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "one", 3)))
+			g.Expect(addressData(g, ns, "two-namesrv-addr")).To(And(
+				HaveKeyWithValue("namesrvAddr", peerList(ns, "two", 1)), HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876")))
+			g.Expect(addressData(g, other, "one-namesrv-addr")).To(And(
+				HaveKeyWithValue("namesrvAddr", peerList(other, "one", 1)), HaveKeyWithValue("namesrvAddrIPs", "10.2.0.1:9876")))
+		}).Should(Succeed())
+		Expect(k8sClient.Delete(testCtx, &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one"}})).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "one"), &v1alpha1.NameServerCluster{}))
+		}).Should(BeTrue())
+		setPod(ns, "two", 0, true, "10.3.0.1")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "two-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", "10.3.0.1:9876"))
+		}).Should(Succeed())
+		Expect(addressData(Default, other, "one-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(other, "one", 1)))
+	})
+
+	It("renders pods that the restricted Pod Security Standard admits", func() {
+		restricted := newNamespace(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+		newCluster(restricted, "pss")
+		sts := &appsv1.StatefulSet{}
+		Eventually(func() error { return k8sClient.Get(testCtx, key(restricted, "pss"), sts) }).Should(Succeed())
+
+		By("a pod made from the StatefulSet's template is admitted")
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: restricted, Name: "pss-0", Labels: sts.Spec.Template.Labels},
+			Spec:       sts.Spec.Template.Spec,
+		}
+		Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
+
+		By("and the namespace does enforce the standard")
+		bad := pod.DeepCopy()
+		bad.ObjectMeta = metav1.ObjectMeta{Namespace: restricted, Name: "bad"}
+		bad.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
+		err := k8sClient.Create(testCtx, bad)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("restricted"))
+	})
+})
+
+var _ = Describe("NameServerCluster validation", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace(nil) })
+
+	DescribeTable("the API server refuses invalid specs with a message a person understands",
+		func(name string, edit func(*v1alpha1.NameServerCluster), want string) {
+			c := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			edit(c)
+			err := k8sClient.Create(testCtx, c)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+			Expect(err.Error()).To(ContainSubstring(want))
+		},
+		Entry("zero replicas", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](0) },
+			"spec.replicas in body should be greater than or equal to 1"),
+		Entry("the operator's listenPort", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"listenPort": "9877"}
+		}, "config.listenPort is set by the operator: use spec.ports.remoting instead"),
+		Entry("the operator's kvConfigPath", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"kvConfigPath": "/x"}
+		}, "config.kvConfigPath is set by the operator"),
+		Entry("the operator's configStorePath", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"configStorePath": "/x"}
+		}, "config.configStorePath is set by the operator"),
+		Entry("a key that is no Java property name", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"bad key": "x"}
+		}, "config keys must be Java property names"),
+		Entry("equal ports", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.Ports = v1alpha1.Ports{Remoting: 8080, HTTP: 8080} },
+			"ports.remoting and ports.http must differ"),
+		Entry("an out-of-range port", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.Ports = v1alpha1.Ports{Remoting: 70000} },
+			"spec.ports.remoting: Invalid value: 70000"),
+		Entry("a selector label in podLabels", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.PodLabels = map[string]string{"app.kubernetes.io/instance": "b"}
+		}, "podLabels cannot set app.kubernetes.io/name, instance, component or managed-by"),
+		Entry("a name too long for pod names", strings.Repeat("n", 53), func(*v1alpha1.NameServerCluster) {},
+			"metadata.name must be at most 52 characters"),
+		Entry("a name that cannot name a Service", "1abc", func(*v1alpha1.NameServerCluster) {},
+			"metadata.name must start with a lowercase letter"),
+		Entry("an address ConfigMap named like the config ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.ConfigMapName = "a-config"
+		}, "spec.publish.configMapName cannot be <name>-config"),
+		Entry("a PDB that allows no disruption", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.PodDisruptionBudget.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}, "podDisruptionBudget.maxUnavailable must be a count of at least 1"),
+		Entry("an unknown Service type", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.Service.Type = "ExternalName" },
+			`spec.service.type: Unsupported value: "ExternalName"`),
+		Entry("a claim template without a size", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Storage = &v1alpha1.Storage{VolumeClaimTemplate: &v1alpha1.VolumeClaimTemplate{}}
+		}, "storage.volumeClaimTemplate.spec.resources.requests.storage is required"),
+		Entry("the same target namespace twice", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: "b"}, {Namespace: "b", Name: "x"}}
+		}, "Duplicate value"),
+		Entry("a negative drain", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.DrainSeconds = ptr.To[int32](-1) },
+			"spec.publish.drainSeconds: Invalid value: -1"),
+	)
+
+	It("fills in the defaults", func() {
+		c := newCluster(ns, "defaults")
+		Expect(c.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+		Expect(c.Spec.Ports).To(Equal(v1alpha1.Ports{Remoting: 9876, HTTP: 8080}))
+		Expect(c.Spec.PodDisruptionBudget.Enabled).To(HaveValue(BeTrue()))
+		Expect(c.Spec.PodDisruptionBudget.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+		Expect(c.Spec.Service.Type).To(Equal(corev1.ServiceTypeClusterIP))
+		Expect(c.Spec.Publish.DrainSeconds).To(HaveValue(BeEquivalentTo(180)))
+		Expect(c.Spec.Image).To(BeEmpty())
+	})
+
+	It("refuses a storage change after creation", func() {
+		newCluster(ns, "store")
+		err := func() error {
+			c := getCluster(Default, ns, "store")
+			c.Spec.Storage = &v1alpha1.Storage{VolumeClaimTemplate: &v1alpha1.VolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			}}}
+			return k8sClient.Update(testCtx, c)
+		}()
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.storage cannot be changed after creation"))
+	})
+})

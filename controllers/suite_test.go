@@ -1,0 +1,260 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+)
+
+// The suite runs the real manager, with the manager's own cache settings,
+// against a real kube-apiserver and etcd. There is no kubelet and no
+// StatefulSet controller: tests play their part by creating the pods and
+// writing pod and StatefulSet status.
+
+const testImage = "kube-namesrv/kube-namesrv:v0.0.0-test"
+
+var (
+	testEnv    *envtest.Environment
+	k8sClient  client.Client
+	testCtx    context.Context
+	stopSuite  context.CancelFunc
+	testScheme = runtime.NewScheme()
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "NameServerCluster controller suite")
+}
+
+var _ = BeforeSuite(func() {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		Fail("KUBEBUILDER_ASSETS is not set: this suite needs kube-apiserver and etcd. " +
+			"Run `make test`, or KUBEBUILDER_ASSETS=\"$(hack/envtest-binaries.sh)\" go test ./controllers/")
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	SetDefaultConsistentlyDuration(time.Second)
+	SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
+
+	utilruntime.Must(clientgoscheme.AddToScheme(testScheme))
+	utilruntime.Must(v1alpha1.AddToScheme(testScheme))
+
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+
+	k8sClient, err = client.New(cfg, client.Options{Scheme: testScheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testScheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  CacheOptions(nil),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&NameServerClusterReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("kube-namesrv"),
+		Render:    render.Options{ClusterDomain: "cluster.local", DefaultImage: testImage},
+		Clock:     clock.RealClock{},
+	}).SetupWithManager(mgr)).To(Succeed())
+
+	testCtx, stopSuite = context.WithCancel(context.Background())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(testCtx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if stopSuite != nil {
+		stopSuite()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// newNamespace creates a namespace for one test.
+func newNamespace(labels map[string]string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nsc-", Labels: labels}}
+	Expect(k8sClient.Create(testCtx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// newCluster creates a NameServerCluster after applying edits to a minimal one.
+func newCluster(ns, name string, edits ...func(*v1alpha1.NameServerCluster)) *v1alpha1.NameServerCluster {
+	c := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	for _, e := range edits {
+		e(c)
+	}
+	Expect(k8sClient.Create(testCtx, c)).To(Succeed())
+	return c
+}
+
+func withReplicas(n int32) func(*v1alpha1.NameServerCluster) {
+	return func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To(n) }
+}
+
+func withDrain(seconds int32) func(*v1alpha1.NameServerCluster) {
+	return func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.DrainSeconds = ptr.To(seconds) }
+}
+
+func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// getCluster reads a cluster, failing the enclosing Eventually on error.
+func getCluster(g Gomega, ns, name string) *v1alpha1.NameServerCluster {
+	c := &v1alpha1.NameServerCluster{}
+	g.Expect(k8sClient.Get(testCtx, key(ns, name), c)).To(Succeed())
+	return c
+}
+
+// updateCluster retries a change of the cluster's spec on conflicts.
+func updateCluster(ns, name string, edit func(*v1alpha1.NameServerCluster)) {
+	Eventually(func(g Gomega) {
+		c := getCluster(g, ns, name)
+		edit(c)
+		g.Expect(k8sClient.Update(testCtx, c)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// addressData reads an address ConfigMap's data.
+func addressData(g Gomega, ns, name string) map[string]string {
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(testCtx, key(ns, name), cm)).To(Succeed())
+	return cm.Data
+}
+
+func peerAddr(ns, cluster string, ordinal int) string {
+	return fmt.Sprintf("%s-%d.%s-headless.%s.svc.cluster.local:9876", cluster, ordinal, cluster, ns)
+}
+
+// peerList is the expected namesrvAddr for ordinals 0..n-1.
+func peerList(ns, cluster string, n int) string {
+	s := ""
+	for i := range n {
+		if i > 0 {
+			s += ";"
+		}
+		s += peerAddr(ns, cluster, i)
+	}
+	return s
+}
+
+func podIP(ordinal int) string { return "10.1.0." + strconv.Itoa(ordinal+10) }
+
+// setPod plays the StatefulSet controller and the kubelet for one pod:
+// creates it when missing, then writes its readiness and IP.
+func setPod(ns, cluster string, ordinal int, ready bool, ip string) {
+	name := fmt.Sprintf("%s-%d", cluster, ordinal)
+	pod := &corev1.Pod{}
+	if err := k8sClient.Get(testCtx, key(ns, name), pod); err != nil {
+		pod = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+				render.LabelName: render.AppName, render.LabelInstance: cluster,
+				render.LabelManagedBy: render.ManagedBy, render.LabelComponent: render.Component,
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Image: testImage}}},
+		}
+		Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(testCtx, key(ns, name), pod)).To(Succeed())
+		pod.Status.Phase = corev1.PodRunning
+		if ip != "" {
+			pod.Status.PodIP = ip
+			pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		g.Expect(k8sClient.Status().Update(testCtx, pod)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// readyPods makes pods 0..n-1 ready with their test IPs.
+func readyPods(ns, cluster string, ordinals ...int) {
+	for _, o := range ordinals {
+		setPod(ns, cluster, o, true, podIP(o))
+	}
+}
+
+// settleStatefulSet plays the StatefulSet controller's status for a
+// StatefulSet whose pods all run the current revision and are ready.
+func settleStatefulSet(ns, name string) {
+	Eventually(func(g Gomega) {
+		sts := &appsv1.StatefulSet{}
+		g.Expect(k8sClient.Get(testCtx, key(ns, name), sts)).To(Succeed())
+		n := ptr.Deref(sts.Spec.Replicas, 1)
+		sts.Status = appsv1.StatefulSetStatus{
+			ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			CurrentReplicas: n, UpdatedReplicas: n, CurrentRevision: "r1", UpdateRevision: "r1",
+		}
+		g.Expect(k8sClient.Status().Update(testCtx, sts)).To(Succeed())
+	}).Should(Succeed())
+}
+
+func statefulSetReplicas(g Gomega, ns, name string) int32 {
+	sts := &appsv1.StatefulSet{}
+	g.Expect(k8sClient.Get(testCtx, key(ns, name), sts)).To(Succeed())
+	return ptr.Deref(sts.Spec.Replicas, -1)
+}
+
+// eventReasons lists the reasons of the events about one cluster.
+func eventReasons(g Gomega, ns, name string) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(testCtx, list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "NameServerCluster" && e.Regarding.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+// eventNotes lists the notes of the events about one cluster.
+func eventNotes(g Gomega, ns, name string) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(k8sClient.List(testCtx, list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "NameServerCluster" && e.Regarding.Name == name {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
