@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
@@ -468,6 +472,28 @@ var _ = Describe("NameServerCluster", func() {
 var _ = Describe("NameServerCluster validation", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace(nil) })
+
+	It("accepts every sample in config/samples", func() {
+		files, err := filepath.Glob(filepath.Join("..", "config", "samples", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		kinds := map[string]int{}
+		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			for _, doc := range strings.Split(string(b), "\n---\n") {
+				u := &unstructured.Unstructured{}
+				Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed(), f)
+				u.SetNamespace(ns)
+				Expect(k8sClient.Create(testCtx, u, client.DryRunAll)).To(Succeed(), "%s: %s %s", f, u.GetKind(), u.GetName())
+				kinds[u.GetKind()]++
+			}
+		}
+		Expect(kinds).To(HaveKeyWithValue("NameServerCluster", 1))
+		Expect(kinds).To(HaveKeyWithValue("StatefulSet", 2))
+	})
 
 	DescribeTable("the API server refuses invalid specs with a message a person understands",
 		func(name string, edit func(*v1alpha1.NameServerCluster), want string) {
