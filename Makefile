@@ -74,7 +74,8 @@ generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
 
 .PHONY: verify-generated
 verify-generated: manifests generate ## Fail when the committed generated files are stale.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit the result"; exit 1; }
+	@git diff --exit-code -- api config && test -z "$$(git ls-files --others --exclude-standard -- api config)" || \
+	  { echo "generated files are stale or uncommitted: run 'make manifests generate' and commit the result"; git status --short -- api config; exit 1; }
 
 ##@ Test
 
