@@ -11,6 +11,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 )
 
@@ -30,7 +31,7 @@ func TestCRCExampleOfTheProtocolReference(t *testing.T) {
 // SYSTEM_ERROR with a remark that says what is wrong, the connection stays
 // usable, and neither the route table nor other connections notice.
 func TestBadRequestsGetAnErrorAndChangeNothing(t *testing.T) {
-	s := startServer(t, nil)
+	s := startServer(t, func(c *config.Config) { c.MaxInflatedBodySize = 1 << 20 })
 	ns := s.Addr().String()
 	b := startBroker(t, brokersim.Config{Cluster: "c", Name: "good", Topics: []body.TopicConfig{brokersim.Topic("T", 4), brokersim.Topic("U", 4)}})
 	mustRegister(t, b, ns)
@@ -41,7 +42,7 @@ func TestBadRequestsGetAnErrorAndChangeNothing(t *testing.T) {
 	goodBody, _ := body.EncodeRegisterBody(&body.RegisterBody{DataVersion: body.DataVersion{Counter: 5}, Topics: []body.TopicConfig{brokersim.Topic("X", 1), brokersim.Topic("Y", 1)}, FilterServers: []string{}}, body.Broker4, false)
 	var bomb bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&bomb, zlib.BestCompression)
-	zw.Write(make([]byte, 40<<20))
+	zw.Write(make([]byte, 2<<20))
 	zw.Close()
 	reg := func(data []byte, extra ...string) (int32, []byte, []string) {
 		ext := []string{"brokerName", "evil", "brokerAddr", "6.6.6.6:1", "clusterName", "c", "brokerId", "0", "haServerAddr", "6.6.6.6:2", "compressed", "false", "bodyCrc32", crcOf(data)}

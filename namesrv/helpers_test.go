@@ -2,6 +2,7 @@ package namesrv_test
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ func startServer(t *testing.T, tweak func(*config.Config)) *namesrv.Server {
 	if tweak != nil {
 		tweak(cfg)
 	}
-	s, err := namesrv.New(namesrv.Options{Config: cfg})
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package namesrv assembles a RocketMQ NameServer: the route table, the KV
-// store and the live configuration behind a remoting server, plus the
-// periodic scan that expires silent brokers. cmd/namesrv runs one; tests and
+// store and the live configuration behind a remoting server, the periodic
+// scan that expires silent brokers, and the HTTP side (health, metrics,
+// address server). cmd/namesrv runs one; tests and
 // the end-to-end suite start them in-process.
 package namesrv
 
@@ -10,12 +11,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/metrics"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/processor"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
@@ -28,8 +35,9 @@ type Options struct {
 	// Extra are the unknown keys of the -c file, kept for GET_NAMESRV_CONFIG.
 	Extra  []config.Property
 	Logger *slog.Logger
-	// Observer receives transport events (metrics); nil for none.
-	Observer remoting.Observer
+	// HTTPListener, when set, serves the HTTP side instead of a listener
+	// on bindAddress:httpPort (tests use it to get a free port).
+	HTTPListener net.Listener
 }
 
 // Server is a running NameServer.
@@ -45,6 +53,14 @@ type Server struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	serveErr chan error
+
+	metrics      *metrics.Metrics
+	registry     *prometheus.Registry
+	http         *http.Server
+	httpListener net.Listener
+	httpErr      chan error
+	serving      atomic.Bool
+	stopping     atomic.Bool
 }
 
 // New builds a NameServer from its configuration: it loads the KV store
@@ -60,7 +76,11 @@ func New(o Options) (*Server, error) {
 		cfg:      config.NewStore(cfg, o.Extra, o.Logger),
 		stop:     make(chan struct{}),
 		serveErr: make(chan error, 1),
+		httpErr:  make(chan error, 1),
 		started:  time.Now(),
+		registry: prometheus.NewRegistry(),
+
+		httpListener: o.HTTPListener,
 	}
 	s.routes = route.New(route.Options{
 		View:                              viewOptions(cfg),
@@ -79,6 +99,10 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("open kv config: %w", err)
 	}
 	s.kv = kv
+	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv})
+	if err := s.metrics.Register(s.registry); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	s.cfg.Subscribe(func(_, cur *config.Config) {
 		s.routes.SetViewOptions(viewOptions(cur))
 		s.routes.SetDeleteTopicWithBrokerRegistration(cur.DeleteTopicWithBrokerRegistration)
@@ -95,7 +119,7 @@ func New(o Options) (*Server, error) {
 		SocketSendBuffer:    cfg.ServerSocketSndBufSize,
 		SocketReceiveBuffer: cfg.ServerSocketRcvBufSize,
 		Logger:              o.Logger.With("component", "remoting"),
-		Observer:            o.Observer,
+		Observer:            s.metrics,
 	})
 	return s, nil
 }
@@ -131,11 +155,73 @@ func (s *Server) Start() error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.listener = l
+	if err := s.startHTTP(cfg); err != nil {
+		l.Close()
+		return err
+	}
 	go func() { s.serveErr <- s.remote.Serve(l) }()
+	s.serving.Store(true)
 	s.wg.Add(1)
 	go s.scanLoop()
 	s.log.Info("The Name Server boot success.", "address", l.Addr().String(), "serializeType", "JSON")
 	return nil
+}
+
+// startHTTP serves health, readiness, metrics and the address server.
+func (s *Server) startHTTP(cfg *config.Config) error {
+	l := s.httpListener
+	if l == nil {
+		if cfg.HTTPPort == 0 {
+			return nil
+		}
+		addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.HTTPPort))
+		var err error
+		if l, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s.httpListener = l
+	}
+	s.http = &http.Server{
+		Handler: httpapi.New(httpapi.Options{
+			AddressFile: func() string { return s.cfg.Load().AddressFile },
+			Ready:       s.ready,
+			Gatherer:    s.registry,
+			Logger:      s.log.With("component", "http"),
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	go func() { s.httpErr <- s.http.Serve(l) }()
+	s.log.Info("HTTP side listening", "address", l.Addr().String())
+	return nil
+}
+
+// ready is the readiness of /readyz: serving remoting (the KV store loaded
+// before that), not shutting down, and past the warm-up that
+// needWaitForService asks for.
+func (s *Server) ready() (bool, string) {
+	switch {
+	case s.stopping.Load():
+		return false, "shutting down"
+	case !s.serving.Load():
+		return false, "starting"
+	}
+	cfg := s.cfg.Load()
+	if wait := time.Duration(cfg.WaitSecondsForService) * time.Second; cfg.NeedWaitForService && time.Since(s.started) < wait {
+		return false, fmt.Sprintf("warming up for %s (needWaitForService)", (wait - time.Since(s.started)).Round(time.Second))
+	}
+	return true, ""
+}
+
+// HTTPAddr is the HTTP side's address, if it runs.
+func (s *Server) HTTPAddr() net.Addr {
+	if s.httpListener == nil {
+		return nil
+	}
+	return s.httpListener.Addr()
 }
 
 // Addr is the remoting listener's address (useful with listenPort 0).
@@ -162,12 +248,19 @@ func (s *Server) scanLoop() {
 // waits for the connections to close (or ctx to end). KV writes are durable
 // when acknowledged, so nothing is left to flush.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
 	close(s.stop)
 	err := s.remote.Shutdown(ctx)
 	s.wg.Wait()
 	if s.listener != nil {
 		if serr := <-s.serveErr; serr != nil && !errors.Is(serr, remoting.ErrServerClosed) {
 			err = errors.Join(err, serr)
+		}
+	}
+	if s.http != nil {
+		err = errors.Join(err, s.http.Shutdown(ctx))
+		if herr := <-s.httpErr; herr != nil && !errors.Is(herr, http.ErrServerClosed) {
+			err = errors.Join(err, herr)
 		}
 	}
 	return err

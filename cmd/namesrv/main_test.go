@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestBadConfigurationIsAClearError(t *testing.T) {
 		{[]string{"--listen-port", "-5"}, 1, "listenPort"},
 		{[]string{"--no-such-flag"}, 2, "no-such-flag"},
 		{[]string{"extra-arg"}, 2, "unexpected arguments"},
-		{[]string{"--kv-config-path", corrupt, "--listen-port", "0"}, 1, "kv.json"},
+		{[]string{"--kv-config-path", corrupt, "--listen-port", "0", "--http-port", "0"}, 1, "kv.json"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer
@@ -112,7 +113,8 @@ orderMessageEnable=true
 serverWorkerThreads=16
 someFutureJavaKey=1
 `, dir, port)), 0o644)
-	cmd := command(t, "-c", props, "--bind-address", "127.0.0.1", "--log-format", "json")
+	httpPort := freePort(t)
+	cmd := command(t, "-c", props, "--bind-address", "127.0.0.1", "--log-format", "json", "--http-port", strconv.Itoa(httpPort))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +171,15 @@ someFutureJavaKey=1
 		}
 	}
 
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", httpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz %d", resp.StatusCode)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +202,7 @@ func TestPortInUse(t *testing.T) {
 	defer l.Close()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	var stderr bytes.Buffer
-	cmd := command(t, "--bind-address", "127.0.0.1", "--listen-port", port)
+	cmd := command(t, "--bind-address", "127.0.0.1", "--listen-port", port, "--http-port", "0")
 	cmd.Stderr = &stderr
 	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "address already in use") {

@@ -77,9 +77,10 @@ type Config struct {
 
 	// Go additions.
 
-	FrameMaxLength int    `prop:"frameMaxLength" default:"16777216" min:"1" effect:"restart" doc:"largest accepted frame, bytes (Java's -Dcom.rocketmq.remoting.frameMaxLength)"`
-	HTTPPort       int    `prop:"httpPort" default:"8080" min:"0" max:"65535" effect:"restart" doc:"port of health, metrics and the address server /rocketmq/{subgroup}; 0 disables HTTP"`
-	AddressFile    string `prop:"addressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served at /rocketmq/{subgroup}; empty disables that path"`
+	FrameMaxLength      int    `prop:"frameMaxLength" default:"16777216" min:"1" effect:"restart" doc:"largest accepted frame, bytes (Java's -Dcom.rocketmq.remoting.frameMaxLength)"`
+	HTTPPort            int    `prop:"httpPort" default:"8080" min:"0" max:"65535" effect:"restart" doc:"port of health, metrics and the address server /rocketmq/{subgroup}; 0 disables HTTP"`
+	AddressFile         string `prop:"addressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served at /rocketmq/{subgroup}; empty disables that path"`
+	MaxInflatedBodySize int    `prop:"maxInflatedBodySize" default:"33554432" min:"1" effect:"live" doc:"largest size a compressed REGISTER_BROKER body may inflate to, bytes (a 100,000-topic broker needs about 6 MiB); larger is refused as a zlib bomb"`
 }
 
 // Effect says when a change of a property reaches the running server. As in

@@ -54,9 +54,10 @@ var javaDefaults = map[string]string{
 	"shutdownWaitTimeSeconds":            "30",
 	"useEpollNativeSelector":             "false",
 
-	"frameMaxLength": "16777216",
-	"httpPort":       "8080",
-	"addressFile":    "",
+	"frameMaxLength":      "16777216",
+	"httpPort":            "8080",
+	"addressFile":         "",
+	"maxInflatedBodySize": "33554432",
 }
 
 func setHome(t *testing.T) string {

@@ -31,18 +31,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Started is when the server started, for needWaitForService.
 	Started time.Time
-	// MaxInflated caps compressed registration bodies (0: the default).
-	MaxInflated int
 }
 
 // Processor is a remoting.Handler for every NameServer request code.
 type Processor struct {
-	routes      *route.Table
-	kv          *kvconfig.Store
-	cfg         *config.Store
-	log         *slog.Logger
-	started     time.Time
-	maxInflated int
+	routes  *route.Table
+	kv      *kvconfig.Store
+	cfg     *config.Store
+	log     *slog.Logger
+	started time.Time
 }
 
 // New returns a Processor.
@@ -51,12 +48,11 @@ func New(o Options) *Processor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Processor{
-		routes:      o.Routes,
-		kv:          o.KV,
-		cfg:         o.Config,
-		log:         o.Logger,
-		started:     o.Started,
-		maxInflated: o.MaxInflated,
+		routes:  o.Routes,
+		kv:      o.KV,
+		cfg:     o.Config,
+		log:     o.Logger,
+		started: o.Started,
 	}
 }
 
@@ -239,7 +235,7 @@ func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp
 	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
 		Compressed:  compressed,
 		Version:     req.Version,
-		MaxInflated: p.maxInflated,
+		MaxInflated: p.cfg.Load().MaxInflatedBodySize,
 	}); err != nil {
 		p.log.Warn("undecodable registration", "remote", c.RemoteAddr(), "broker", r.BrokerName, "addr", r.BrokerAddr, "err", err)
 		return err

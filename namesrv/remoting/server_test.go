@@ -240,7 +240,9 @@ func TestLargestFrameIsAccepted(t *testing.T) {
 	if r := c.mustRead(); r.Opaque != 1 || len(r.Body) != len(body) {
 		t.Fatalf("answer %d bytes", len(r.Body))
 	}
-	c.send(request(JSON, 105, 2, 0, string(append(body, 0))))
+	// The server closes as soon as it reads the length word, so the write
+	// of the rest may fail; only the close matters.
+	c.nc.Write(request(JSON, 105, 2, 0, string(append(body, 0))))
 	c.expectClosed()
 }
 

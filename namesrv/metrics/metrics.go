@@ -1,0 +1,207 @@
+// Package metrics exports the NameServer's Prometheus metrics: requests by
+// code and result with latency histograms, connections, and the sizes and
+// events of the route table and the KV store (the Java NameServer exports
+// none).
+//
+// Per-request counting is on the route-query hot path, so every label
+// combination of a known request and response code is resolved once at
+// start and counted with plain atomic increments.
+package metrics
+
+import (
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/kube-namesrv/kube-namesrv/internal/version"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+)
+
+const namespace = "rocketmq_namesrv"
+
+// requestNames are the request codes the NameServer answers; anything else
+// is counted as "other".
+var requestNames = map[int32]string{
+	protocol.PutKVConfig:                   "PUT_KV_CONFIG",
+	protocol.GetKVConfig:                   "GET_KV_CONFIG",
+	protocol.DeleteKVConfig:                "DELETE_KV_CONFIG",
+	protocol.RegisterBroker:                "REGISTER_BROKER",
+	protocol.UnregisterBroker:              "UNREGISTER_BROKER",
+	protocol.GetRouteInfoByTopic:           "GET_ROUTEINFO_BY_TOPIC",
+	protocol.GetBrokerClusterInfo:          "GET_BROKER_CLUSTER_INFO",
+	protocol.WipeWritePermOfBroker:         "WIPE_WRITE_PERM_OF_BROKER",
+	protocol.GetAllTopicListFromNameserver: "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+	protocol.DeleteTopicInNamesrv:          "DELETE_TOPIC_IN_NAMESRV",
+	protocol.RegisterTopicInNamesrv:        "REGISTER_TOPIC_IN_NAMESRV",
+	protocol.GetKVListByNamespace:          "GET_KVLIST_BY_NAMESPACE",
+	protocol.GetTopicsByCluster:            "GET_TOPICS_BY_CLUSTER",
+	protocol.GetSystemTopicListFromNS:      "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+	protocol.GetUnitTopicList:              "GET_UNIT_TOPIC_LIST",
+	protocol.GetHasUnitSubTopicList:        "GET_HAS_UNIT_SUB_TOPIC_LIST",
+	protocol.GetHasUnitSubUnunitTopicList:  "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
+	protocol.UpdateNamesrvConfig:           "UPDATE_NAMESRV_CONFIG",
+	protocol.GetNamesrvConfig:              "GET_NAMESRV_CONFIG",
+	protocol.QueryDataVersion:              "QUERY_DATA_VERSION",
+	protocol.AddWritePermOfBroker:          "ADD_WRITE_PERM_OF_BROKER",
+	protocol.GetBrokerMemberGroup:          "GET_BROKER_MEMBER_GROUP",
+	protocol.BrokerHeartbeat:               "BROKER_HEARTBEAT",
+}
+
+// resultNames are the response codes the NameServer produces.
+var resultNames = map[int32]string{
+	protocol.Success:                 "SUCCESS",
+	protocol.SystemError:             "SYSTEM_ERROR",
+	protocol.SystemBusy:              "SYSTEM_BUSY",
+	protocol.RequestCodeNotSupported: "REQUEST_CODE_NOT_SUPPORTED",
+	protocol.NoPermission:            "NO_PERMISSION",
+	protocol.TopicNotExist:           "TOPIC_NOT_EXIST",
+	protocol.QueryNotFound:           "QUERY_NOT_FOUND",
+}
+
+const other = "other"
+
+// perCode holds one request code's pre-resolved series.
+type perCode struct {
+	duration prometheus.Observer
+	results  map[int32]prometheus.Counter
+	other    prometheus.Counter
+}
+
+// Metrics is a remoting.Observer that also exports the route table's and
+// KV store's state. Register it with a Prometheus registry.
+type Metrics struct {
+	requests    *prometheus.CounterVec
+	durations   *prometheus.HistogramVec
+	codes       map[int32]*perCode
+	unknownCode *perCode
+
+	connsOpen   prometheus.Gauge
+	connsClosed *prometheus.CounterVec
+	closed      map[remoting.CloseReason]prometheus.Counter
+
+	collectors []prometheus.Collector
+}
+
+// Sources are the state the gauges read at scrape time.
+type Sources struct {
+	Routes *route.Table
+	KV     *kvconfig.Store
+}
+
+// New builds the metrics; register them with Register.
+func New(src Sources) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "requests_total",
+			Help: "Requests handled, by request code and response code (oneway requests included).",
+		}, []string{"request", "code", "result"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "request_duration_seconds",
+			Help:    "Time from a decoded request to its encoded answer, by request code.",
+			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 5e-3, 0.025, 0.1, 0.5},
+		}, []string{"request", "code"}),
+		codes: map[int32]*perCode{},
+		connsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "connections_open", Help: "Open remoting connections.",
+		}),
+		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_closed_total", Help: "Remoting connections ended, by reason.",
+		}, []string{"reason"}),
+		closed: map[remoting.CloseReason]prometheus.Counter{},
+	}
+	for code, name := range requestNames {
+		m.codes[code] = m.resolve(name, strconv.Itoa(int(code)))
+	}
+	m.unknownCode = m.resolve(other, other)
+	for _, r := range []remoting.CloseReason{remoting.ClosedByPeer, remoting.ClosedIdle, remoting.ClosedMalformed,
+		remoting.ClosedTooLarge, remoting.ClosedWriteError, remoting.ClosedByServer} {
+		m.closed[r] = m.connsClosed.WithLabelValues(string(r))
+	}
+
+	stats := func(f func(route.Stats) float64) func() float64 {
+		return func() float64 { return f(src.Routes.Stats()) }
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f)
+	}
+	counter := func(name, help string, labels prometheus.Labels, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)
+	}
+	m.collectors = []prometheus.Collector{
+		m.requests, m.durations, m.connsOpen, m.connsClosed,
+		gauge("brokers_live", "Broker addresses in the live table.", stats(func(s route.Stats) float64 { return float64(s.LiveBrokers) })),
+		gauge("clusters", "Clusters with at least one broker group.", stats(func(s route.Stats) float64 { return float64(s.Clusters) })),
+		gauge("topics", "Topics with queue data.", stats(func(s route.Stats) float64 { return float64(s.Topics) })),
+		counter("broker_registrations_total", "REGISTER_BROKER requests applied.", nil,
+			stats(func(s route.Stats) float64 { return float64(s.Registrations) })),
+		gauge("kv_entries", "Keys in the KV store.", func() float64 { return float64(src.KV.Entries()) }),
+		gauge("kv_namespaces", "Namespaces in the KV store.", func() float64 { return float64(src.KV.Namespaces()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "build_info", Help: "Build of this NameServer; always 1.",
+			ConstLabels: prometheus.Labels{"version": version.Version, "goversion": runtime.Version()},
+		}, func() float64 { return 1 }),
+	}
+	for _, why := range []route.EvictReason{route.EvictUnregister, route.EvictClosed, route.EvictExpired} {
+		m.collectors = append(m.collectors, counter("broker_evictions_total",
+			"Brokers removed from the live table, by reason.", prometheus.Labels{"reason": string(why)},
+			stats(func(s route.Stats) float64 { return float64(s.Evictions[why]) })))
+	}
+	return m
+}
+
+func (m *Metrics) resolve(name, code string) *perCode {
+	pc := &perCode{
+		duration: m.durations.WithLabelValues(name, code),
+		results:  map[int32]prometheus.Counter{},
+		other:    m.requests.WithLabelValues(name, code, other),
+	}
+	for rc, rn := range resultNames {
+		pc.results[rc] = m.requests.WithLabelValues(name, code, rn)
+	}
+	return pc
+}
+
+// Register adds the metrics, plus Go runtime and process collectors, to r.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	all := append([]prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}, m.collectors...)
+	for _, c := range all {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ConnOpened implements remoting.Observer.
+func (m *Metrics) ConnOpened() { m.connsOpen.Inc() }
+
+// ConnClosed implements remoting.Observer.
+func (m *Metrics) ConnClosed(reason remoting.CloseReason) {
+	m.connsOpen.Dec()
+	if c, ok := m.closed[reason]; ok {
+		c.Inc()
+	}
+}
+
+// Request implements remoting.Observer.
+func (m *Metrics) Request(code, respCode int32, _ bool, elapsed time.Duration) {
+	pc := m.codes[code]
+	if pc == nil {
+		pc = m.unknownCode
+	}
+	pc.duration.Observe(elapsed.Seconds())
+	if c, ok := pc.results[respCode]; ok {
+		c.Inc()
+		return
+	}
+	pc.other.Inc()
+}
