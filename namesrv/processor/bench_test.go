@@ -1,0 +1,125 @@
+package processor
+
+import (
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+)
+
+func newProcessor(tb testing.TB) *Processor {
+	tb.Helper()
+	kv, err := kvconfig.Open(filepath.Join(tb.TempDir(), "kv.json"), kvconfig.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := config.Default()
+	return New(Options{
+		Routes: route.New(route.Options{}),
+		KV:     kv,
+		Config: config.NewStore(cfg, nil, slog.New(slog.DiscardHandler)),
+	})
+}
+
+// registration builds a REGISTER_BROKER request of a broker with n topics.
+func registration(tb testing.TB, broker string, n int, counter int64, compressed bool) *remoting.Command {
+	tb.Helper()
+	rb := &body.RegisterBody{DataVersion: body.DataVersion{Counter: counter, Timestamp: 1700000000000}, FilterServers: []string{}}
+	for i := range n {
+		rb.Topics = append(rb.Topics, body.TopicConfig{Name: fmt.Appendf(nil, "%s-topic-%05d", broker, i), ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6})
+	}
+	data, err := body.EncodeRegisterBody(rb, body.Broker5, compressed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ext := func(k, v string) remoting.ExtField { return remoting.ExtField{Key: []byte(k), Value: []byte(v)} }
+	return &remoting.Command{
+		Code: protocol.RegisterBroker, Version: protocol.V5_3_3, Body: data,
+		Ext: []remoting.ExtField{
+			ext("brokerName", broker), ext("brokerAddr", "10.0.0.1:10911"), ext("clusterName", "DefaultCluster"),
+			ext("brokerId", "0"), ext("haServerAddr", "10.0.0.1:10912"), ext("compressed", "false"),
+			ext("enableActingMaster", "false"),
+			ext("bodyCrc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(data)&0x7FFFFFFF), 10)),
+		},
+	}
+}
+
+// BenchmarkRegister measures a whole REGISTER_BROKER (CRC, decode, apply):
+// the first registration, a 30 s heartbeat with the same DataVersion, and
+// one after the broker's topics changed.
+func BenchmarkRegister(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, compressed := range []bool{false, true} {
+			form := "json"
+			if compressed {
+				form = "zlib"
+			}
+			for _, kind := range []string{"first", "heartbeat", "newversion"} {
+				b.Run(fmt.Sprintf("%s/%d/%s", form, n, kind), func(b *testing.B) {
+					p := newProcessor(b)
+					var resp remoting.Response
+					reqs := []*remoting.Command{registration(b, "broker-a", n, 1, compressed), registration(b, "broker-a", n, 2, compressed)}
+					b.SetBytes(int64(len(reqs[0].Body)))
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						switch kind {
+						case "first":
+							b.StopTimer()
+							p = newProcessor(b)
+							b.StartTimer()
+						case "heartbeat":
+							if i == 0 {
+								b.StopTimer()
+								p.Serve(nil, reqs[0], &resp)
+								b.StartTimer()
+							}
+						}
+						req := reqs[0]
+						if kind == "newversion" {
+							req = reqs[i%2]
+						}
+						resp.Reset()
+						p.Serve(nil, req, &resp)
+						if resp.Code != protocol.Success {
+							b.Fatalf("%d %s", resp.Code, resp.Remark)
+						}
+						i++
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkServeRoute is the steady-state route query: header fields
+// already decoded, body cached.
+func BenchmarkServeRoute(b *testing.B) {
+	p := newProcessor(b)
+	var resp remoting.Response
+	p.Serve(nil, registration(b, "broker-a", 100, 1, false), &resp)
+	for _, tt := range []struct {
+		name    string
+		topic   string
+		version int32
+	}{{"found-legacy", "broker-a-topic-00042", protocol.V4_5_2}, {"found-standard", "broker-a-topic-00042", protocol.V5_3_3}, {"missing", "%RETRY%group", protocol.V5_3_3}} {
+		b.Run(tt.name, func(b *testing.B) {
+			req := &remoting.Command{Code: protocol.GetRouteInfoByTopic, Version: tt.version,
+				Ext: []remoting.ExtField{{Key: []byte("topic"), Value: []byte(tt.topic)}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp.Reset()
+				p.Serve(nil, req, &resp)
+			}
+		})
+	}
+}
