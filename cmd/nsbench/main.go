@@ -1,0 +1,368 @@
+// Command nsbench is the NameServer load generator: pipelined route queries,
+// broker registration storms, or both, over the real protocol, bounded in
+// time and count, against a NameServer on loopback. It reports throughput,
+// latency percentiles, and the server's CPU per request and resident memory
+// read from /proc (give -pid, or let -spawn start the server and also time
+// its start). docs/benchmarks.md lists the figures and the commands.
+//
+//	nsbench -spawn bin/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
+//	nsbench -addr 127.0.0.1:9876 -pid $(pidof namesrv) -mode register -brokers 100 -topics-per-broker 1000
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/internal/loadgen"
+	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+)
+
+type options struct {
+	addr     string
+	pid      int
+	spawn    string
+	mode     string
+	duration time.Duration
+	warmup   time.Duration
+
+	conns, inflight, topics int
+	version                 int
+	binary                  bool
+	maxRequests             int64
+
+	brokers, topicsPerBroker int
+	interval                 time.Duration
+	compressed               bool
+	setupBrokers             int
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "nsbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("nsbench", flag.ContinueOnError)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:9876", "NameServer remoting address (ignored with -spawn)")
+	fs.IntVar(&o.pid, "pid", 0, "NameServer process id, for its CPU time and RSS (set by -spawn)")
+	fs.StringVar(&o.spawn, "spawn", "", "start this namesrv binary on a free loopback port, time its start, and stop it at the end")
+	fs.StringVar(&o.mode, "mode", "route", "route, register, mixed (route load quiet, then during a registration storm), or start (start-up only)")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time (each phase in mixed mode)")
+	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured route load before measuring")
+	fs.IntVar(&o.conns, "conns", 4, "route-query connections")
+	fs.IntVar(&o.inflight, "inflight", 64, "route queries in flight per connection")
+	fs.IntVar(&o.topics, "topics", 100, "topics queried (registered by -setup-brokers brokers)")
+	fs.IntVar(&o.version, "version", int(protocol.V5_3_3), "request version: 317 (rocketmq-client-go) gets the legacy route dialect, >= 401 the standard one")
+	fs.BoolVar(&o.binary, "binary", false, "send ROCKETMQ binary headers instead of JSON")
+	fs.Int64Var(&o.maxRequests, "max-requests", 0, "stop after this many route queries (0: duration only)")
+	fs.IntVar(&o.brokers, "brokers", 10, "brokers in the registration storm")
+	fs.IntVar(&o.topicsPerBroker, "topics-per-broker", 1000, "topics of each storm broker")
+	fs.DurationVar(&o.interval, "interval", time.Second, "registration period of each storm broker (real brokers: 30s)")
+	fs.BoolVar(&o.compressed, "compressed", false, "storm brokers send zlib bodies")
+	fs.IntVar(&o.setupBrokers, "setup-brokers", 2, "brokers that register the queried topics (route and mixed modes)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if o.spawn != "" {
+		srv, err := spawn(ctx, o.spawn)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		o.addr, o.pid = srv.addr, srv.cmd.Process.Pid
+		fmt.Fprintf(out, "server: %s, pid %d, start to first answer %v\n", o.addr, o.pid, srv.startup.Round(100*time.Microsecond))
+		if u, err := loadgen.ReadProc(o.pid); err == nil {
+			fmt.Fprintf(out, "server: idle RSS %.1f MiB\n", mib(u.RSS))
+		}
+	}
+
+	switch o.mode {
+	case "start":
+		if o.spawn == "" {
+			return errors.New("-mode start needs -spawn")
+		}
+		return nil
+	case "route":
+		return routeMode(ctx, &o, out)
+	case "register":
+		return registerMode(ctx, &o, out)
+	case "mixed":
+		return mixedMode(ctx, &o, out)
+	}
+	return fmt.Errorf("unknown mode %q", o.mode)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// setup registers the topics route queries ask for, and keeps their brokers
+// registered (heartbeats every 30 s) until ctx ends.
+func setup(ctx context.Context, o *options) (topics []string, wait func(), err error) {
+	storm := &loadgen.RegisterStorm{Addr: o.addr, Brokers: o.setupBrokers, TopicsPerBroker: o.topics, SharedTopics: true,
+		Interval: 30 * time.Second, Generation: body.Broker5}
+	done := make(chan error, 1)
+	go func() {
+		_, err := storm.Run(ctx)
+		done <- err
+	}()
+	c, err := remotingclient.Dial(ctx, o.addr, remotingclient.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	for i := range o.topics {
+		topics = append(topics, loadgen.TopicName(true, 0, i))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := c.Invoke(ctx, &remotingclient.Request{Code: protocol.GetRouteInfoByTopic, Ext: []remoting.Pair{{Key: "topic", Value: topics[len(topics)-1]}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.Code == protocol.Success && strings.Count(string(r.Body), `"brokerName"`) >= 2*o.setupBrokers {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, errors.New("setup brokers did not register")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return topics, func() { <-done }, nil
+}
+
+func (o *options) routeLoad(topics []string) *loadgen.RouteLoad {
+	t := remoting.JSON
+	if o.binary {
+		t = remoting.RocketMQ
+	}
+	return &loadgen.RouteLoad{Addr: o.addr, Conns: o.conns, Inflight: o.inflight, Topics: topics,
+		Version: int32(o.version), Type: t, MaxRequests: o.maxRequests}
+}
+
+// measure runs f, reading the server's CPU and RSS around it.
+func measure(o *options, f func() error) (cpu time.Duration, rss int64, err error) {
+	var before loadgen.ProcUsage
+	if o.pid > 0 {
+		if before, err = loadgen.ReadProc(o.pid); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := f(); err != nil {
+		return 0, 0, err
+	}
+	if o.pid > 0 {
+		after, err := loadgen.ReadProc(o.pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		return after.CPU - before.CPU, after.RSS, nil
+	}
+	return 0, 0, nil
+}
+
+func runRoute(ctx context.Context, o *options, topics []string, d time.Duration) (*loadgen.RouteResult, time.Duration, int64, error) {
+	var res *loadgen.RouteResult
+	cpu, rss, err := measure(o, func() error {
+		rctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		var err error
+		res, err = o.routeLoad(topics).Run(rctx)
+		return err
+	})
+	return res, cpu, rss, err
+}
+
+func reportRoute(out io.Writer, label string, o *options, res *loadgen.RouteResult, cpu time.Duration, rss int64) {
+	fmt.Fprintf(out, "%s: %d route queries in %v over %d conns x %d in flight, %d topics, version %d: %.0f/s, errors %d\n",
+		label, res.Requests, res.Elapsed.Round(time.Millisecond), o.conns, o.inflight, o.topics, o.version, res.Throughput(), res.Errors)
+	fmt.Fprintf(out, "%s: latency p50 %v p99 %v p999 %v max %v\n", label,
+		res.Latency.Quantile(0.5), res.Latency.Quantile(0.99), res.Latency.Quantile(0.999), res.Latency.Max())
+	if o.pid > 0 && res.Requests > 0 {
+		fmt.Fprintf(out, "%s: server CPU %v = %.2f us per query; server RSS %.1f MiB\n", label,
+			cpu.Round(time.Millisecond), float64(cpu.Microseconds())/float64(res.Requests), mib(rss))
+	}
+}
+
+func routeMode(ctx context.Context, o *options, out io.Writer) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	topics, wait, err := setup(sctx, o)
+	if err != nil {
+		return err
+	}
+	defer wait()
+	defer cancel()
+	if o.warmup > 0 {
+		if _, _, _, err := runRoute(ctx, o, topics, o.warmup); err != nil {
+			return err
+		}
+	}
+	res, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
+	if err != nil {
+		return err
+	}
+	reportRoute(out, "route", o, res, cpu, rss)
+	return nil
+}
+
+func (o *options) storm() *loadgen.RegisterStorm {
+	return &loadgen.RegisterStorm{Addr: o.addr, Brokers: o.brokers, TopicsPerBroker: o.topicsPerBroker,
+		Interval: o.interval, Compressed: o.compressed, Generation: body.Broker5}
+}
+
+func reportStorm(out io.Writer, o *options, res *loadgen.RegisterResult, cpu time.Duration, rss int64) {
+	form := "JSON"
+	if o.compressed {
+		form = "zlib"
+	}
+	fmt.Fprintf(out, "register: %d registrations (%d brokers x %d topics, %s body of %d bytes, every %v) in %v, errors %d\n",
+		res.Registrations, o.brokers, o.topicsPerBroker, form, res.BodyBytes, o.interval, res.Elapsed.Round(time.Millisecond), res.Errors)
+	fmt.Fprintf(out, "register: latency p50 %v p99 %v max %v\n", res.Latency.Quantile(0.5), res.Latency.Quantile(0.99), res.Latency.Max())
+	if o.pid > 0 && res.Registrations > 0 {
+		fmt.Fprintf(out, "register: server CPU %v = %.2f ms per registration; server RSS %.1f MiB\n",
+			cpu.Round(time.Millisecond), float64(cpu.Microseconds())/1000/float64(res.Registrations), mib(rss))
+	}
+}
+
+func registerMode(ctx context.Context, o *options, out io.Writer) error {
+	var res *loadgen.RegisterResult
+	cpu, rss, err := measure(o, func() error {
+		sctx, cancel := context.WithTimeout(ctx, o.duration)
+		defer cancel()
+		var err error
+		res, err = o.storm().Run(sctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	reportStorm(out, o, res, cpu, rss)
+	return nil
+}
+
+func mixedMode(ctx context.Context, o *options, out io.Writer) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	topics, wait, err := setup(sctx, o)
+	if err != nil {
+		return err
+	}
+	defer wait()
+	defer cancel()
+	if o.warmup > 0 {
+		if _, _, _, err := runRoute(ctx, o, topics, o.warmup); err != nil {
+			return err
+		}
+	}
+	quiet, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
+	if err != nil {
+		return err
+	}
+	reportRoute(out, "quiet", o, quiet, cpu, rss)
+
+	stormCtx, stopStorm := context.WithCancel(ctx)
+	stormDone := make(chan *loadgen.RegisterResult, 1)
+	go func() {
+		res, err := o.storm().Run(stormCtx)
+		if err != nil && stormCtx.Err() == nil {
+			fmt.Fprintln(out, "storm:", err)
+		}
+		stormDone <- res
+	}()
+	busy, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
+	stopStorm()
+	storm := <-stormDone
+	if err != nil {
+		return err
+	}
+	reportRoute(out, "storm", o, busy, cpu, rss)
+	if storm != nil {
+		fmt.Fprintf(out, "storm: %d registrations meanwhile, latency p50 %v p99 %v\n",
+			storm.Registrations, storm.Latency.Quantile(0.5), storm.Latency.Quantile(0.99))
+	}
+	if q := quiet.Latency.Quantile(0.99); q > 0 {
+		fmt.Fprintf(out, "route p99 during the storm is %.2fx the quiet p99\n", float64(busy.Latency.Quantile(0.99))/float64(q))
+	}
+	return nil
+}
+
+type server struct {
+	cmd     *exec.Cmd
+	addr    string
+	startup time.Duration
+	dir     string
+}
+
+// spawn starts namesrv on a free loopback port and waits for its first
+// answer; the time from exec to that answer is its start-up time.
+func spawn(ctx context.Context, bin string) (*server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir, err := os.MkdirTemp("", "nsbench")
+	if err != nil {
+		return nil, err
+	}
+	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
+	s.cmd = exec.Command(bin, "--bind-address", "127.0.0.1", "--listen-port", strconv.Itoa(port), "--http-port", "0",
+		"--kv-config-path", filepath.Join(dir, "kvConfig.json"), "--config-store-path", filepath.Join(dir, "namesrv.properties"),
+		"--log-level", "warn")
+	s.cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	for {
+		if c, err := remotingclient.Dial(ctx, s.addr, remotingclient.Options{}); err == nil {
+			r, err := c.Invoke(ctx, &remotingclient.Request{Code: protocol.GetBrokerClusterInfo})
+			c.Close()
+			if err == nil && r.Code == protocol.Success {
+				s.startup = time.Since(start)
+				return s, nil
+			}
+		}
+		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
+			s.stop()
+			return nil, errors.New("spawned namesrv did not answer within 10 s")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	os.RemoveAll(s.dir)
+}

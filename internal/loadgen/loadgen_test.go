@@ -1,0 +1,126 @@
+package loadgen
+
+import (
+	"context"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+)
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h Histogram
+	for i := 1; i <= 100000; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	for _, q := range []float64{0.5, 0.99, 0.999} {
+		want := q * 100000 * float64(time.Microsecond)
+		got := float64(h.Quantile(q))
+		if math.Abs(got-want)/want > 0.02 {
+			t.Errorf("q%v = %v, want %v within 2%%", q, time.Duration(got), time.Duration(want))
+		}
+	}
+	if h.Count() != 100000 || h.Max() != 100*time.Millisecond {
+		t.Errorf("count %d max %v", h.Count(), h.Max())
+	}
+	var small Histogram
+	small.Record(5)
+	small.Record(-1)
+	if small.Quantile(1) != 5 || small.Quantile(0.01) != 0 {
+		t.Errorf("small values %v %v", small.Quantile(1), small.Quantile(0.01))
+	}
+	var merged Histogram
+	merged.Merge(&h)
+	merged.Merge(&small)
+	if merged.Count() != 100002 {
+		t.Errorf("merged count %d", merged.Count())
+	}
+	for b := range bucketOf(math.MaxInt64) + 1 {
+		if got := bucketOf(lowerBound(b)); got != b {
+			t.Fatalf("bucket %d: lower bound %d maps back to %d", b, lowerBound(b), got)
+		}
+	}
+}
+
+func TestReadProcOfSelf(t *testing.T) {
+	u, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.RSS < 1<<20 || u.CPU < 0 {
+		t.Fatalf("usage %+v", u)
+	}
+	if _, err := ReadProc(-1); err == nil {
+		t.Fatal("no error for a missing process")
+	}
+}
+
+// TestLoadsAgainstARealServer runs short, count-bounded loads of every kind
+// and checks what they report against the server's own counters.
+func TestLoadsAgainstARealServer(t *testing.T) {
+	cfg := config.Default()
+	dir := t.TempDir()
+	cfg.BindAddress, cfg.ListenPort, cfg.HTTPPort = "127.0.0.1", 0, 0
+	cfg.KVConfigPath = filepath.Join(dir, "kv.json")
+	s, err := namesrv.New(namesrv.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	addr := s.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	storm := &RegisterStorm{Addr: addr, Brokers: 3, TopicsPerBroker: 50, SharedTopics: true, Interval: time.Millisecond, Rounds: 4, Generation: body.Broker5, Compressed: true}
+	res, err := storm.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Registrations != 12 || res.Errors != 0 || res.Latency.Count() != 12 {
+		t.Fatalf("storm %+v", res)
+	}
+	if got := s.Routes().Stats().Registrations; got != 12 {
+		t.Fatalf("server counted %d registrations", got)
+	}
+
+	keep, stop := context.WithCancel(ctx)
+	defer stop()
+	go (&RegisterStorm{Addr: addr, Brokers: 1, TopicsPerBroker: 10, SharedTopics: true, Interval: time.Minute, Generation: body.Broker4}).Run(keep)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Routes().Stats().Topics != 10 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	for _, typ := range []remoting.SerializeType{remoting.JSON, remoting.RocketMQ} {
+		load := &RouteLoad{Addr: addr, Conns: 2, Inflight: 8, Version: protocol.V4_5_2, Type: typ, MaxRequests: 5000,
+			Topics: []string{TopicName(true, 0, 3), "missing-topic"}}
+		r, err := load.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Requests != 5000 || r.Errors != 0 || r.Latency.Count() != 5000 || r.Throughput() <= 0 {
+			t.Fatalf("%v: route load %+v", typ, r)
+		}
+	}
+	if _, err := (&RouteLoad{Addr: addr}).Run(ctx); err == nil {
+		t.Fatal("an empty route load must be refused")
+	}
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	if _, err := (&RouteLoad{Addr: dead.Addr().String(), Conns: 1, Inflight: 1, Topics: []string{"x"}}).Run(ctx); err == nil {
+		t.Fatal("no error for an unreachable server")
+	}
+}

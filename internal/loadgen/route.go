@@ -1,0 +1,233 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+)
+
+// RouteLoad is a closed-loop route-query load: Conns connections, each
+// keeping Inflight GET_ROUTEINFO_BY_TOPIC requests outstanding, cycling
+// through Topics.
+type RouteLoad struct {
+	Addr     string
+	Conns    int
+	Inflight int
+	Topics   []string
+	// Version of the requests: 317 (rocketmq-client-go) gets the legacy
+	// dialect, 401 and above the standard one.
+	Version int32
+	Type    remoting.SerializeType
+	// MaxRequests bounds the total number of requests (0: no bound).
+	MaxRequests int64
+}
+
+// RouteResult is what a route load measured.
+type RouteResult struct {
+	Requests uint64
+	// Errors counts answers other than SUCCESS or TOPIC_NOT_EXIST.
+	Errors  uint64
+	Elapsed time.Duration
+	Latency Histogram
+}
+
+// Throughput is answers per second.
+func (r *RouteResult) Throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// opaqueBase makes every opaque exactly ten decimal digits, so that a
+// pre-encoded JSON request keeps its length and only its digits change.
+const opaqueBase = 1_000_000_000
+
+// template is one topic's pre-encoded request and where its opaque sits.
+type template struct {
+	frame []byte
+	at    int
+}
+
+func buildTemplates(l *RouteLoad) ([]template, error) {
+	var out []template
+	for _, topic := range l.Topics {
+		h := &remoting.Header{Code: protocol.GetRouteInfoByTopic, Language: "JAVA", Version: l.Version, Opaque: opaqueBase,
+			Ext: []remoting.Pair{{Key: "topic", Value: topic}}}
+		frame := remoting.AppendFrame(nil, l.Type, h, nil)
+		at := 8 + 5 // binary: length word, type/length word, code, language, version
+		if l.Type == remoting.JSON {
+			at = bytes.Index(frame, []byte(`"opaque":1000000000`)) + len(`"opaque":`)
+			if at < len(`"opaque":`) {
+				return nil, errors.New("opaque not found in the encoded request")
+			}
+		}
+		out = append(out, template{frame: frame, at: at})
+	}
+	return out, nil
+}
+
+func (t *template) stamp(dst []byte, opaque int32, typ remoting.SerializeType) []byte {
+	start := len(dst)
+	dst = append(dst, t.frame...)
+	if typ == remoting.JSON {
+		strconv.AppendInt(dst[start+t.at:start+t.at], int64(opaque), 10)
+	} else {
+		binary.BigEndian.PutUint32(dst[start+t.at:], uint32(opaque))
+	}
+	return dst
+}
+
+// Run drives the load until ctx ends or MaxRequests answers arrived.
+func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
+	if len(l.Topics) == 0 || l.Conns <= 0 || l.Inflight <= 0 {
+		return nil, errors.New("route load needs topics, connections and requests in flight")
+	}
+	tpl, err := buildTemplates(l)
+	if err != nil {
+		return nil, err
+	}
+	var budget atomic.Int64
+	budget.Store(l.MaxRequests)
+	if l.MaxRequests <= 0 {
+		budget.Store(1 << 62)
+	}
+	results := make([]RouteResult, l.Conns)
+	errs := make([]error, l.Conns)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range l.Conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.runConn(ctx, tpl, i, &budget, &results[i])
+		}()
+	}
+	wg.Wait()
+	total := &RouteResult{Elapsed: time.Since(start)}
+	for i := range results {
+		total.Requests += results[i].Requests
+		total.Errors += results[i].Errors
+		total.Latency.Merge(&results[i].Latency)
+	}
+	return total, errors.Join(errs...)
+}
+
+// runConn keeps Inflight requests outstanding on one connection: it reads
+// whatever answers have arrived and sends as many new requests in a single
+// write, the way a busy client's pipeline behaves.
+func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, budget *atomic.Int64, res *RouteResult) error {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", l.Addr)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", l.Addr, err)
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	ring := make([]time.Time, l.Inflight*2)
+	next := int32(0)
+	topic := offset % len(tpl)
+	var out []byte
+	send := func(n int) (int, error) {
+		out = out[:0]
+		now := time.Now()
+		sent := 0
+		for range n {
+			if budget.Add(-1) < 0 {
+				break
+			}
+			sent++
+			op := opaqueBase + next
+			ring[int(next)%len(ring)] = now
+			out = tpl[topic].stamp(out, op, l.Type)
+			next = (next + 1) % (1<<31 - 1 - opaqueBase)
+			topic = (topic + 1) % len(tpl)
+		}
+		if sent == 0 {
+			return 0, nil
+		}
+		_, err := nc.Write(out)
+		return sent, err
+	}
+	outstanding, err := send(l.Inflight)
+	if err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(nc, 256<<10)
+	var dec remoting.Decoder
+	var cmd remoting.Command
+	for outstanding > 0 {
+		answered := 0
+		for {
+			frame, err := readFrame(br)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("read answer: %w", err)
+			}
+			if err := dec.Decode(frame, &cmd); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			sent := ring[int(cmd.Opaque-opaqueBase)%len(ring)]
+			res.Latency.Record(time.Since(sent))
+			res.Requests++
+			if cmd.Code != protocol.Success && cmd.Code != protocol.TopicNotExist {
+				res.Errors++
+			}
+			answered++
+			if br.Buffered() < 4 {
+				break
+			}
+			if n, _ := br.Peek(4); br.Buffered() < 4+int(binary.BigEndian.Uint32(n)) {
+				break
+			}
+		}
+		outstanding -= answered
+		if ctx.Err() != nil {
+			continue
+		}
+		sent, err := send(answered)
+		if err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		outstanding += sent
+	}
+	return nil
+}
+
+func readFrame(br *bufio.Reader) ([]byte, error) {
+	head, err := br.Peek(4)
+	if err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(head))
+	if n > br.Size()-4 {
+		buf := make([]byte, 4+n)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return nil, err
+		}
+		return buf[4:], nil
+	}
+	frame, err := br.Peek(4 + n)
+	if err != nil {
+		return nil, err
+	}
+	out := frame[4:]
+	br.Discard(4 + n)
+	return out, nil
+}
