@@ -225,7 +225,14 @@ type ServiceSpec struct {
 // PublishSpec configures the address ConfigMap and its copies.
 type PublishSpec struct {
 	// ConfigMapName of the address ConfigMap in the cluster's namespace.
-	// Defaults to <name>-namesrv-addr.
+	// Defaults to <name>-namesrv-addr. Its keys, by reader: namesrvAddr
+	// (brokers' broker.conf, admin tools' -n), NAMESRV_ADDR (envFrom; read
+	// once at start-up), rmqAddressServerDomain and rocketmq.namesrv.domain
+	// with rmqAddressServerSubGroup (brokers and Java clients that fetch the
+	// list over HTTP and follow changes without restarts), namesrvAddrIPs
+	// (pod IPs of the ready published peers, for clients that refuse host
+	// names, such as rocketmq-client-go; they must re-read it as pods move).
+	// The NameServer pods mount it at /etc/namesrv-addr to serve the list.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
