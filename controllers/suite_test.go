@@ -18,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -39,11 +41,13 @@ import (
 const testImage = "kube-namesrv/kube-namesrv:v0.0.0-test"
 
 var (
-	testEnv    *envtest.Environment
-	k8sClient  client.Client
-	testCtx    context.Context
-	stopSuite  context.CancelFunc
-	testScheme = runtime.NewScheme()
+	restConfig  *rest.Config
+	stopManager func()
+	testEnv     *envtest.Environment
+	k8sClient   client.Client
+	testCtx     context.Context
+	stopSuite   context.CancelFunc
+	testScheme  = runtime.NewScheme()
 )
 
 func TestControllers(t *testing.T) {
@@ -69,35 +73,55 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-	cfg, err := testEnv.Start()
+	var err error
+	restConfig, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 
-	k8sClient, err = client.New(cfg, client.Options{Scheme: testScheme})
+	k8sClient, err = client.New(restConfig, client.Options{Scheme: testScheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	testCtx, stopSuite = context.WithCancel(context.Background())
+	startManager(nil)
+})
+
+// startManager runs the operator's manager, watching the given namespaces
+// (all when empty), until stopManager is called.
+func startManager(namespaces []string) {
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(nil),
+		Cache:                  CacheOptions(namespaces),
+		// Tests restart the manager within one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&NameServerClusterReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("kube-namesrv"),
-		Render:    render.Options{ClusterDomain: "cluster.local", DefaultImage: testImage},
-		Clock:     clock.RealClock{},
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder("kube-namesrv"),
+		Render:     render.Options{ClusterDomain: "cluster.local", DefaultImage: testImage},
+		Namespaces: namespaces,
+		Clock:      clock.RealClock{},
 	}).SetupWithManager(mgr)).To(Succeed())
 
-	testCtx, stopSuite = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testCtx)
+	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
-		Expect(mgr.Start(testCtx)).To(Succeed())
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-})
+	stopManager = func() {
+		cancel()
+		<-done
+	}
+}
 
 var _ = AfterSuite(func() {
+	if stopManager != nil {
+		stopManager()
+	}
 	if stopSuite != nil {
 		stopSuite()
 	}

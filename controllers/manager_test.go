@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+)
+
+// These specs stop and start the suite's manager, as an operator upgrade or
+// a lost leader would.
+var _ = Describe("The manager", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace(nil) })
+
+	It("finishes a drain it did not start, without ever publishing a wrong list", func() {
+		newCluster(ns, "restart", withReplicas(4), withDrain(4))
+		readyPods(ns, "restart", 0, 1, 2, 3)
+		settleStatefulSet(ns, "restart")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "restart-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "restart", 4)))
+		}).Should(Succeed())
+
+		updateCluster(ns, "restart", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](2) })
+		var drainStart time.Time
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "restart")
+			g.Expect(c.Status.DrainStartTime).NotTo(BeNil())
+			drainStart = c.Status.DrainStartTime.Time
+			g.Expect(addressData(g, ns, "restart-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "restart", 2)))
+		}).Should(Succeed())
+
+		stopManager()
+		DeferCleanup(func() {
+			if stopManager == nil {
+				startManager(nil)
+			}
+		})
+		stopManager = nil
+		Expect(statefulSetReplicas(Default, ns, "restart")).To(BeEquivalentTo(4), "the StatefulSet shrank before the drain")
+		startManager(nil)
+
+		shrunk := false
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "restart-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "restart", 2)),
+				"a restarted manager must never publish the removed peers again")
+			if n := statefulSetReplicas(g, ns, "restart"); n == 2 && !shrunk {
+				shrunk = true
+				g.Expect(time.Now()).To(BeTemporally(">=", drainStart.Add(4*time.Second)), "shrank before the persisted drain end")
+			}
+			g.Expect(shrunk).To(BeTrue())
+			g.Expect(getCluster(g, ns, "restart").Status.DrainStartTime).To(BeNil())
+		}, 15*time.Second).Should(Succeed())
+	})
+
+	It("can be restricted to some namespaces", func() {
+		targets, elsewhere := newNamespace(nil), newNamespace(nil)
+		stopManager()
+		stopManager = nil
+		startManager([]string{ns, targets})
+		DeferCleanup(func() {
+			stopManager()
+			startManager(nil)
+		})
+
+		newCluster(ns, "scoped", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: targets}, {Namespace: elsewhere}}
+		})
+		newCluster(elsewhere, "ignored")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, targets, "scoped-namesrv-addr")).To(HaveKey("namesrvAddr"))
+			cond := meta.FindStatusCondition(getCluster(g, ns, "scoped").Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).To(Equal("TargetRefused"))
+			g.Expect(cond.Message).To(ContainSubstring("outside the namespaces this operator manages"))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(elsewhere, "scoped-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(elsewhere, "ignored"), &appsv1.StatefulSet{}))).To(BeTrue())
+		}).Should(Succeed())
+	})
+})
