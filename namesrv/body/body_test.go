@@ -221,7 +221,7 @@ func TestCompressedFilterListErrorsAreIgnored(t *testing.T) {
 
 func TestEncoders(t *testing.T) {
 	rd := &TopicRouteData{
-		BrokerDatas:   []BrokerData{{Cluster: "c", BrokerName: "b", Addrs: []BrokerAddr{{0, "a:1"}, {1, "a:2"}}, Modern: true, ZoneName: "z/1"}},
+		BrokerDatas:   []*BrokerData{{Cluster: "c", BrokerName: "b", Addrs: []BrokerAddr{{0, "a:1"}, {1, "a:2"}}, Modern: true, ZoneName: "z/1"}},
 		QueueDatas:    []QueueData{{BrokerName: "b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
 		FilterServers: []FilterServers{{BrokerAddr: "a:1", Servers: []string{"f:1"}}},
 	}

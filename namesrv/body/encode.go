@@ -52,8 +52,9 @@ type Mapping struct {
 
 // TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC (§2.4).
 type TopicRouteData struct {
-	QueueDatas     []QueueData
-	BrokerDatas    []BrokerData
+	QueueDatas []QueueData
+	// BrokerDatas may be shared between routes; never modify them.
+	BrokerDatas    []*BrokerData
 	FilterServers  []FilterServers
 	OrderTopicConf string
 	HasOrderConf   bool
@@ -68,7 +69,7 @@ func AppendTopicRouteData(dst []byte, rd *TopicRouteData, d fjson.Dialect) []byt
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendBrokerData(dst, &rd.BrokerDatas[i], d)
+		dst = AppendBrokerData(dst, rd.BrokerDatas[i], d)
 	}
 	dst = append(dst, `],"filterServerTable":{`...)
 	for i, fs := range rd.FilterServers {
@@ -170,7 +171,7 @@ func appendStrings(dst []byte, list []string, d fjson.Dialect) []byte {
 // ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO.
 type ClusterInfo struct {
 	// Brokers is sorted by broker name.
-	Brokers []BrokerData
+	Brokers []*BrokerData
 	// Clusters is sorted by cluster name, each with sorted broker names.
 	Clusters []ClusterMembers
 }
@@ -191,7 +192,7 @@ func AppendClusterInfo(dst []byte, ci *ClusterInfo) []byte {
 		}
 		dst = fjson.AppendString(dst, ci.Brokers[i].BrokerName, fjson.Legacy)
 		dst = append(dst, ':')
-		dst = AppendBrokerData(dst, &ci.Brokers[i], fjson.Legacy)
+		dst = AppendBrokerData(dst, ci.Brokers[i], fjson.Legacy)
 	}
 	dst = append(dst, `},"clusterAddrTable":{`...)
 	for i, c := range ci.Clusters {

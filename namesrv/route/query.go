@@ -37,7 +37,14 @@ func (t *Table) ClusterInfo() []byte {
 
 // AllTopics lists every topic with queue data (GET_ALL_TOPIC_LIST), sorted.
 func (t *Table) AllTopics() []string {
-	return slices.Sorted(maps.Keys(t.snap.Load().topics))
+	var out []string
+	t.index.Load().each(func(tp *topic) {
+		if tp.view.Load() != nil {
+			out = append(out, tp.name)
+		}
+	})
+	slices.Sort(out)
+	return out
 }
 
 // TopicsByCluster lists the topics served by any broker name of a cluster.
@@ -67,8 +74,7 @@ func (t *Table) SystemTopics() (topics []string, brokerAddr string) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.brokers)) {
-		b := t.brokers[name]
-		if bd := b.data(); len(bd.Addrs) > 0 {
+		if bd := t.brokers[name].data(); len(bd.Addrs) > 0 {
 			brokerAddr = bd.Addrs[0].Addr
 			break
 		}
@@ -88,22 +94,20 @@ const (
 
 // UnitTopics lists topics whose flag matches. Java looks at an arbitrary
 // QueueData of the topic; this looks at the first by broker name, so the
-// answer is deterministic.
+// answer is deterministic. It reads the views and takes no lock.
 func (t *Table) UnitTopics(f UnitFilter) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	var out []string
-	for topic, ts := range t.topics {
-		names := slices.Sorted(maps.Keys(ts.queues))
-		if len(names) == 0 {
-			continue
+	t.index.Load().each(func(tp *topic) {
+		v := tp.view.Load()
+		if v == nil {
+			return
 		}
-		flag := ts.queues[names[0]].TopicSysFlag
+		flag := v.queues()[0].TopicSysFlag
 		unit, sub := flag&protocol.FlagUnit != 0, flag&protocol.FlagUnitSub != 0
 		if f == Unit && unit || f == HasUnitSub && sub || f == HasUnitSubOnly && sub && !unit {
-			out = append(out, topic)
+			out = append(out, tp.name)
 		}
-	}
+	})
 	slices.Sort(out)
 	return out
 }
@@ -147,7 +151,7 @@ func (t *Table) Heartbeat(cluster, addr string) {
 // (REGISTER_TOPIC_IN_NAMESRV, §3.9). For a new topic nothing is stored
 // unless every broker name is known; for an existing one, entries are
 // applied in order up to the first unknown name, as Java does.
-func (t *Table) RegisterTopic(topic string, queues []body.QueueData) {
+func (t *Table) RegisterTopic(name string, queues []body.QueueData) {
 	if len(queues) == 0 {
 		return
 	}
@@ -155,19 +159,19 @@ func (t *Table) RegisterTopic(topic string, queues []body.QueueData) {
 	defer t.mu.Unlock()
 	c := t.begin()
 	defer t.commit(c)
-	if _, exists := t.topics[topic]; !exists {
+	if c.lookup(t, name) == nil {
 		for _, q := range queues {
 			if t.brokers[q.BrokerName] == nil {
-				t.log.Warn("register topic names an unknown broker", "topic", topic, "broker", q.BrokerName)
+				t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
 				return
 			}
 		}
 	}
 	for _, q := range queues {
 		if t.brokers[q.BrokerName] == nil {
-			t.log.Warn("register topic names an unknown broker", "topic", topic, "broker", q.BrokerName)
+			t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
 			return
 		}
-		t.putQueue(c, topic, q)
+		t.putQueue(c, []byte(name), q)
 	}
 }

@@ -162,9 +162,9 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 		for _, tc := range topics {
 			keep[string(tc.Name)] = struct{}{}
 		}
-		for topic := range t.brokerTopics[r.BrokerName] {
-			if _, ok := keep[topic]; !ok {
-				t.removeQueue(c, topic, r.BrokerName)
+		for name := range t.brokerTopics[r.BrokerName] {
+			if _, ok := keep[name]; !ok {
+				t.removeQueue(c, name, r.BrokerName)
 			}
 		}
 	}
@@ -174,8 +174,8 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 			// Same DataVersion: only topics this broker lacks are added,
 			// which is what lets split registrations and wiped write
 			// permissions survive heartbeats (§3.2 step 10b, §3.8).
-			if ts := t.topics[string(tc.Name)]; ts != nil {
-				if _, ok := ts.queues[r.BrokerName]; ok {
+			if tp := c.lookup(t, string(tc.Name)); tp != nil {
+				if _, ok := findQueue(c.queues(tp), r.BrokerName); ok {
 					continue
 				}
 			}
@@ -184,7 +184,7 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 		if primeSlave && b.actingMaster {
 			perm &^= protocol.PermWrite
 		}
-		t.putQueue(c, t.topicKey(tc.Name), body.QueueData{
+		t.putQueue(c, tc.Name, body.QueueData{
 			BrokerName:     r.BrokerName,
 			ReadQueueNums:  tc.ReadQueueNums,
 			WriteQueueNums: tc.WriteQueueNums,
@@ -203,18 +203,10 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 			t.mappings[m.Topic] = byBroker
 		}
 		byBroker[m.BrokerName] = &m.Info
-		c.touch(m.Topic)
+		if tp := c.lookup(t, m.Topic); tp != nil {
+			c.touch(tp)
+		}
 	}
-}
-
-// topicKey returns the stored key for a topic name, allocating a string
-// only for a topic the table does not know yet: a heartbeat of a broker with
-// 10,000 topics then copies no names.
-func (t *Table) topicKey(name []byte) string {
-	if ts := t.topics[string(name)]; ts != nil {
-		return ts.name
-	}
-	return string(name)
 }
 
 func equalStrings(a, b []string) bool {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 )
 
@@ -107,22 +108,18 @@ func (t *Table) unregister(c *changes, cluster, addr, brokerName string, why Evi
 				delete(t.clusters, cluster)
 			}
 		}
-		c.brokerSet = true
-		for topic := range t.brokerTopics[brokerName] {
-			t.removeQueue(c, topic, brokerName)
+		c.brokers = true
+		for name := range t.brokerTopics[brokerName] {
+			t.removeQueue(c, name, brokerName)
 		}
 		return
 	}
 	if _, hasMaster := b.addrs[0]; !hasMaster && b.actingMaster {
 		// A group left without a master stops taking writes until one
 		// returns or a prime slave registers.
-		for topic := range t.brokerTopics[brokerName] {
-			ts := t.topics[topic]
-			q := ts.queues[brokerName]
-			if q.Perm&protocol.PermWrite != 0 {
-				q.Perm &^= protocol.PermWrite
-				ts.queues[brokerName] = q
-				c.touch(topic)
+		for name := range t.brokerTopics[brokerName] {
+			if tp := c.lookup(t, name); tp != nil {
+				t.modifyQueue(c, tp, brokerName, func(q *body.QueueData) { q.Perm &^= protocol.PermWrite })
 			}
 		}
 	}
@@ -145,15 +142,10 @@ func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
 	defer t.mu.Unlock()
 	c := t.begin()
 	n := 0
-	for topic := range t.brokerTopics[brokerName] {
-		ts := t.topics[topic]
-		q := ts.queues[brokerName]
-		if p := f(q.Perm); p != q.Perm {
-			q.Perm = p
-			ts.queues[brokerName] = q
-			c.touch(topic)
+	for name := range t.brokerTopics[brokerName] {
+		if tp := c.lookup(t, name); tp != nil && t.modifyQueue(c, tp, brokerName, func(q *body.QueueData) { q.Perm = f(q.Perm) }) {
+			n++
 		}
-		n++
 	}
 	t.commit(c)
 	return n
@@ -161,15 +153,15 @@ func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
 
 // DeleteTopic removes a topic (§2.6): from the brokers of one cluster, or,
 // with cluster "", entirely. Static-topic mappings stay, as in Java.
-func (t *Table) DeleteTopic(topic, cluster string) {
+func (t *Table) DeleteTopic(name, cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.begin()
 	if cluster == "" {
-		t.dropTopic(c, topic)
+		t.dropTopic(c, name)
 	} else {
-		for name := range t.clusters[cluster] {
-			t.removeQueue(c, topic, name)
+		for brokerName := range t.clusters[cluster] {
+			t.removeQueue(c, name, brokerName)
 		}
 	}
 	t.commit(c)

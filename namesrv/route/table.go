@@ -3,12 +3,18 @@
 // route every producer and consumer asks for.
 //
 // Writers (registrations, unregistrations, evictions, admin commands) are
-// serialized by one mutex and mutate the authoritative tables. Readers never
-// take that mutex: after each write, the topics it touched get a new
-// immutable view, published through an atomic pointer, and the encoded route
-// body of a view is built once per dialect and reused until the next change.
-// A route query is therefore a map lookup in an immutable snapshot plus an
-// atomic load, whatever the writers are doing (design.md).
+// serialized by one mutex. Readers never take it. Each topic's state is an
+// immutable view (its queue data, the broker groups serving it, the encoded
+// route bodies built on first use) published through an atomic pointer; a
+// write builds new views for the topics it touched and swaps them in. The
+// topic index itself is an immutable map, replaced only when topics come or
+// go. A route query is therefore a map lookup and an atomic load, whatever
+// the writers are doing, and allocates nothing once its body is cached
+// (design.md).
+//
+// The views are also the only copy of the queue data, and broker groups are
+// shared between the views of all their topics, which keeps a table of
+// 100,000 topics to a few tens of megabytes.
 //
 // Semantics follow the 5.x RouteInfoManager (namesrv-protocol.md §3), with
 // the deliberate differences listed in docs/compatibility.md.
@@ -81,31 +87,29 @@ type brokerState struct {
 	zone         string
 	actingMaster bool
 	modern       bool
+	// wire is the group as routes show it, shared by the views of all
+	// its topics; nil after a change until the next commit rebuilds it.
+	wire *body.BrokerData
 }
 
-// topicState holds a topic's queue data per broker name, and the entry
-// readers find it by.
-type topicState struct {
-	name   string
-	queues map[string]body.QueueData
-	entry  *entry
-}
-
-// entry is what a snapshot maps a topic to; its view is replaced whenever
-// the topic's route changes, without rebuilding the snapshot.
-type entry struct {
+// topic is one entry of the topic index. Its view is never nil while the
+// topic is in the index; a removed topic's view becomes nil, so readers of
+// an older index see it gone too.
+type topic struct {
+	name string
 	view atomic.Pointer[view]
 }
 
-// view is one immutable route of a topic plus its lazily encoded bodies.
+// view is the immutable state of one topic: its queue data (sorted by
+// broker name; the table's only copy), its route, and the route's encoded
+// bodies, built on first use per dialect.
 type view struct {
-	data body.TopicRouteData
-	enc  [2]atomic.Pointer[[]byte]
+	route    body.TopicRouteData
+	routable bool
+	enc      [2]atomic.Pointer[[]byte]
 }
 
-type snapshot struct {
-	topics map[string]*entry
-}
+func (v *view) queues() []body.QueueData { return v.route.QueueDatas }
 
 // Table is the route registry. The zero value is not usable; use New.
 type Table struct {
@@ -114,7 +118,6 @@ type Table struct {
 
 	mu           sync.Mutex
 	opts         Options
-	topics       map[string]*topicState
 	brokers      map[string]*brokerState
 	brokerTopics map[string]map[string]struct{}
 	clusters     map[string]map[string]struct{}
@@ -123,9 +126,11 @@ type Table struct {
 	mappings     map[string]map[string]*fjson.Value
 	orderConf    map[string]string
 
-	snap        atomic.Pointer[snapshot]
+	index       atomic.Pointer[index]
 	clusterInfo atomic.Pointer[[]byte]
 	stats       counters
+	// topics and tombstones count the index's live and removed topics.
+	topics, tombstones int
 }
 
 // New returns an empty table.
@@ -140,7 +145,6 @@ func New(opts Options) *Table {
 		log:          opts.Logger,
 		now:          opts.Now,
 		opts:         opts,
-		topics:       map[string]*topicState{},
 		brokers:      map[string]*brokerState{},
 		brokerTopics: map[string]map[string]struct{}{},
 		clusters:     map[string]map[string]struct{}{},
@@ -149,43 +153,43 @@ func New(opts Options) *Table {
 		mappings:     map[string]map[string]*fjson.Value{},
 		orderConf:    map[string]string{},
 	}
-	t.snap.Store(&snapshot{topics: map[string]*entry{}})
+	t.index.Store(&index{main: map[string]*topic{}})
 	return t
 }
 
 // Route returns the encoded route of a topic in dialect d, or false when the
 // topic has no route. It takes no lock and, once a body is cached, allocates
 // nothing. The returned slice is shared and must not be modified.
-func (t *Table) Route(topic []byte, d fjson.Dialect) ([]byte, bool) {
-	e := t.snap.Load().topics[string(topic)]
-	if e == nil {
+func (t *Table) Route(name []byte, d fjson.Dialect) ([]byte, bool) {
+	tp := t.index.Load().getBytes(name)
+	if tp == nil {
 		return nil, false
 	}
-	v := e.view.Load()
-	if v == nil {
+	v := tp.view.Load()
+	if v == nil || !v.routable {
 		return nil, false
 	}
 	if p := v.enc[d].Load(); p != nil {
 		return *p, true
 	}
 	// Concurrent first readers may both encode; they produce equal bytes.
-	b := body.AppendTopicRouteData(nil, &v.data, d)
+	b := body.AppendTopicRouteData(nil, &v.route, d)
 	v.enc[d].Store(&b)
 	return b, true
 }
 
 // RouteData returns a topic's route for callers that rewrite it (the zone
 // filter). The result is shared and must not be modified.
-func (t *Table) RouteData(topic string) (*body.TopicRouteData, bool) {
-	e := t.snap.Load().topics[topic]
-	if e == nil {
+func (t *Table) RouteData(name string) (*body.TopicRouteData, bool) {
+	tp := t.index.Load().get(name)
+	if tp == nil {
 		return nil, false
 	}
-	v := e.view.Load()
-	if v == nil {
+	v := tp.view.Load()
+	if v == nil || !v.routable {
 		return nil, false
 	}
-	return &v.data, true
+	return &v.route, true
 }
 
 // SetViewOptions changes the settings that shape routes and rebuilds them.
@@ -196,11 +200,13 @@ func (t *Table) SetViewOptions(vo ViewOptions) {
 		return
 	}
 	t.opts.View = vo
-	ch := t.begin()
-	for topic := range t.topics {
-		ch.touch(topic)
-	}
-	t.commit(ch)
+	c := t.begin()
+	t.index.Load().each(func(tp *topic) {
+		if tp.view.Load() != nil {
+			c.touch(tp)
+		}
+	})
+	t.commit(c)
 }
 
 // SetDeleteTopicWithBrokerRegistration changes §3.2 step 10a at run time.
@@ -212,84 +218,137 @@ func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 
 // SetOrderConf records a topic's ORDER_TOPIC_CONFIG value (present false:
 // removed); routes carry it when OrderMessageEnable is on.
-func (t *Table) SetOrderConf(topic, conf string, present bool) {
+func (t *Table) SetOrderConf(name, conf string, present bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, had := t.orderConf[topic]
+	old, had := t.orderConf[name]
 	if had == present && old == conf {
 		return
 	}
 	if present {
-		t.orderConf[topic] = conf
+		t.orderConf[name] = conf
 	} else {
-		delete(t.orderConf, topic)
+		delete(t.orderConf, name)
 	}
 	if !t.opts.View.OrderMessageEnable {
 		return
 	}
-	ch := t.begin()
-	ch.touch(topic)
-	t.commit(ch)
+	c := t.begin()
+	if tp := c.lookup(t, name); tp != nil {
+		c.touch(tp)
+	}
+	t.commit(c)
 }
 
-// changes collects what a write touched, to publish it in one step.
+// changes collects what one write touched, to publish it in one step.
 type changes struct {
-	dirty     map[string]struct{}
-	topicSet  bool
-	brokerSet bool
+	// dirty topics get a new view at commit, from their working queues
+	// when they have some, else from their current ones.
+	dirty   map[*topic]struct{}
+	working map[*topic][]body.QueueData
+	added   map[string]*topic
+	brokers bool
 }
 
 func (t *Table) begin() *changes { return &changes{} }
 
-func (c *changes) touch(topic string) {
-	if c.dirty == nil {
-		c.dirty = map[string]struct{}{}
+// lookup finds a topic, removed or not, in the index or among the ones
+// this write added.
+func (c *changes) lookup(t *Table, name string) *topic {
+	if tp := t.index.Load().get(name); tp != nil {
+		return tp
 	}
-	c.dirty[topic] = struct{}{}
+	return c.added[name]
 }
 
-// touchBroker marks every topic served by a broker name.
-func (t *Table) touchBroker(c *changes, name string) {
-	for topic := range t.brokerTopics[name] {
-		c.touch(topic)
+func (c *changes) touch(tp *topic) {
+	if c.dirty == nil {
+		c.dirty = map[*topic]struct{}{}
 	}
-	c.brokerSet = true
+	c.dirty[tp] = struct{}{}
+}
+
+// queues returns the topic's queue data as this write sees it.
+func (c *changes) queues(tp *topic) []body.QueueData {
+	if q, ok := c.working[tp]; ok {
+		return q
+	}
+	if v := tp.view.Load(); v != nil {
+		return v.queues()
+	}
+	return nil
+}
+
+// setQueues replaces the topic's queue data for the rest of this write.
+func (c *changes) setQueues(tp *topic, q []body.QueueData) {
+	if c.working == nil {
+		c.working = map[*topic][]body.QueueData{}
+	}
+	c.working[tp] = q
+	c.touch(tp)
+}
+
+// touchBroker marks every topic served by a broker name, and the broker
+// group's wire form stale.
+func (t *Table) touchBroker(c *changes, name string) {
+	if b := t.brokers[name]; b != nil {
+		b.wire = nil
+	}
+	for name := range t.brokerTopics[name] {
+		if tp := c.lookup(t, name); tp != nil {
+			c.touch(tp)
+		}
+	}
+	c.brokers = true
 }
 
 // commit publishes the views of every touched topic and, when topics came
-// or went, a new snapshot. Readers see each topic change atomically.
+// or went, a new index. Readers see each topic change atomically.
 func (t *Table) commit(c *changes) {
-	for topic := range c.dirty {
-		if ts := t.topics[topic]; ts != nil {
-			ts.entry.view.Store(t.buildView(topic, ts))
+	for tp := range c.dirty {
+		_, isNew := c.added[tp.name]
+		wasLive := tp.view.Load() != nil
+		q := c.queues(tp)
+		if len(q) == 0 {
+			tp.view.Store(nil)
+		} else {
+			tp.view.Store(t.buildView(tp.name, q))
+		}
+		switch isLive := len(q) > 0; {
+		case isNew && !isLive:
+			delete(c.added, tp.name)
+		case isNew:
+			t.topics++
+		case wasLive && !isLive:
+			t.topics--
+			t.tombstones++
+		case !wasLive && isLive:
+			t.topics++
+			t.tombstones--
 		}
 	}
-	if c.topicSet {
-		m := make(map[string]*entry, len(t.topics))
-		for topic, ts := range t.topics {
-			m[topic] = ts.entry
+	if len(c.added) > 0 || t.tombstones > t.topics {
+		ix, merged := t.index.Load().with(c.added, t.tombstones)
+		if merged {
+			t.tombstones = 0
 		}
-		t.snap.Store(&snapshot{topics: m})
+		t.index.Store(ix)
 	}
-	if c.brokerSet {
+	if c.brokers {
 		t.clusterInfo.Store(nil)
 	}
-	t.stats.topics.Store(int64(len(t.topics)))
+	t.stats.topics.Store(int64(t.topics))
 	t.stats.brokers.Store(int64(len(t.live)))
 	t.stats.clusters.Store(int64(len(t.clusters)))
 }
 
-// buildView computes a topic's route, or nil when it has none: a route
-// needs queue data and at least one known broker group (§3.7 steps 1-2).
-func (t *Table) buildView(topic string, ts *topicState) *view {
-	if len(ts.queues) == 0 {
-		return nil
-	}
-	names := slices.Sorted(maps.Keys(ts.queues))
-	rd := body.TopicRouteData{QueueDatas: make([]body.QueueData, 0, len(names))}
-	for _, name := range names {
-		rd.QueueDatas = append(rd.QueueDatas, ts.queues[name])
-		b := t.brokers[name]
+// buildView computes a topic's view. The route needs queue data and at
+// least one known broker group (§3.7 steps 1-2).
+func (t *Table) buildView(name string, queues []body.QueueData) *view {
+	v := &view{route: body.TopicRouteData{QueueDatas: queues, BrokerDatas: make([]*body.BrokerData, 0, len(queues))}}
+	rd := &v.route
+	for i := range queues {
+		b := t.brokers[queues[i].BrokerName]
 		if b == nil {
 			continue
 		}
@@ -304,30 +363,29 @@ func (t *Table) buildView(topic string, ts *topicState) *view {
 			}
 		}
 	}
-	if len(rd.BrokerDatas) == 0 {
-		return nil
-	}
+	v.routable = len(rd.BrokerDatas) > 0
 	slices.SortFunc(rd.FilterServers, func(a, b body.FilterServers) int { return strings.Compare(a.BrokerAddr, b.BrokerAddr) })
-	if m := t.mappings[topic]; len(m) > 0 {
+	if m := t.mappings[name]; len(m) > 0 {
 		for _, bname := range slices.Sorted(maps.Keys(m)) {
 			rd.Mappings = append(rd.Mappings, body.Mapping{BrokerName: bname, Info: m[bname]})
 		}
 	}
-	if t.opts.View.SupportActingMaster && !strings.HasPrefix(topic, syncBrokerMemberPrefix) {
-		actingMaster(&rd)
+	if t.opts.View.SupportActingMaster && !strings.HasPrefix(name, syncBrokerMemberPrefix) {
+		actingMaster(rd)
 	}
 	if t.opts.View.OrderMessageEnable {
-		rd.OrderTopicConf, rd.HasOrderConf = t.orderConf[topic]
+		rd.OrderTopicConf, rd.HasOrderConf = t.orderConf[name]
 	}
-	return &view{data: rd}
+	return v
 }
 
 // actingMaster rewrites groups without a master whose queues are read-only
-// so their smallest slave answers as id 0 (§3.7 step 4).
+// so their smallest slave answers as id 0 (§3.7 step 4). The groups are
+// shared, so a rewritten one is a copy.
 func actingMaster(rd *body.TopicRouteData) {
 	need := false
-	for i := range rd.BrokerDatas {
-		if a := rd.BrokerDatas[i].Addrs; len(a) > 0 && a[0].ID != 0 {
+	for _, bd := range rd.BrokerDatas {
+		if len(bd.Addrs) > 0 && bd.Addrs[0].ID != 0 {
 			need = true
 			break
 		}
@@ -335,15 +393,17 @@ func actingMaster(rd *body.TopicRouteData) {
 	if !need {
 		return
 	}
-	for i := range rd.BrokerDatas {
-		bd := &rd.BrokerDatas[i]
+	for i, bd := range rd.BrokerDatas {
 		if len(bd.Addrs) == 0 || bd.Addrs[0].ID == 0 || !bd.ActingMaster {
 			continue
 		}
 		for _, q := range rd.QueueDatas {
 			if q.BrokerName == bd.BrokerName {
 				if q.Perm&protocol.PermWrite == 0 {
-					bd.Addrs[0].ID = 0
+					cp := *bd
+					cp.Addrs = slices.Clone(bd.Addrs)
+					cp.Addrs[0].ID = 0
+					rd.BrokerDatas[i] = &cp
 				}
 				break
 			}
@@ -351,9 +411,13 @@ func actingMaster(rd *body.TopicRouteData) {
 	}
 }
 
-// data copies a broker group into its wire form, addresses sorted by id.
-func (b *brokerState) data() body.BrokerData {
-	bd := body.BrokerData{
+// data returns the group's wire form, addresses sorted by id, building it
+// once per change.
+func (b *brokerState) data() *body.BrokerData {
+	if b.wire != nil {
+		return b.wire
+	}
+	bd := &body.BrokerData{
 		Cluster:      b.cluster,
 		BrokerName:   b.name,
 		ZoneName:     b.zone,
@@ -365,6 +429,7 @@ func (b *brokerState) data() body.BrokerData {
 		bd.Addrs = append(bd.Addrs, body.BrokerAddr{ID: id, Addr: addr})
 	}
 	body.SortAddrs(bd.Addrs)
+	b.wire = bd
 	return bd
 }
 
@@ -379,66 +444,100 @@ func (b *brokerState) minID() (int64, bool) {
 	return m, !first
 }
 
-// putQueue stores a QueueData and keeps the reverse index.
-func (t *Table) putQueue(c *changes, topic string, q body.QueueData) {
-	ts := t.topics[topic]
-	if ts == nil {
-		ts = &topicState{name: topic, queues: map[string]body.QueueData{}, entry: &entry{}}
-		t.topics[topic] = ts
-		c.topicSet = true
+// findQueue returns the index of brokerName's entry in sorted queues, and
+// whether it is there.
+func findQueue(queues []body.QueueData, brokerName string) (int, bool) {
+	return slices.BinarySearchFunc(queues, brokerName, func(q body.QueueData, name string) int {
+		return strings.Compare(q.BrokerName, name)
+	})
+}
+
+// putQueue stores a QueueData (creating the topic), keeping the reverse
+// index; nothing is touched when the stored data is already equal.
+func (t *Table) putQueue(c *changes, name []byte, q body.QueueData) {
+	tp := c.lookup(t, string(name))
+	if tp == nil {
+		tp = &topic{name: string(name)}
+		if c.added == nil {
+			c.added = map[string]*topic{}
+		}
+		c.added[tp.name] = tp
 	}
-	if old, ok := ts.queues[q.BrokerName]; ok && old == q {
+	cur := c.queues(tp)
+	i, found := findQueue(cur, q.BrokerName)
+	if found && cur[i] == q {
 		return
 	}
-	ts.queues[q.BrokerName] = q
+	next := make([]body.QueueData, 0, len(cur)+1)
+	next = append(next, cur[:i]...)
+	next = append(next, q)
+	if found {
+		i++
+	}
+	next = append(next, cur[i:]...)
+	c.setQueues(tp, next)
 	idx := t.brokerTopics[q.BrokerName]
 	if idx == nil {
 		idx = map[string]struct{}{}
 		t.brokerTopics[q.BrokerName] = idx
 	}
-	idx[topic] = struct{}{}
-	c.touch(topic)
+	idx[tp.name] = struct{}{}
 }
 
-// removeQueue deletes a broker name's QueueData of a topic, and the topic
-// when no queue data remains.
-func (t *Table) removeQueue(c *changes, topic, brokerName string) {
-	ts := t.topics[topic]
-	if ts == nil {
+// removeQueue deletes a broker name's QueueData of a topic; the topic goes
+// at commit when no queue data remains.
+func (t *Table) removeQueue(c *changes, name, brokerName string) {
+	tp := c.lookup(t, name)
+	if tp == nil {
 		return
 	}
-	if _, ok := ts.queues[brokerName]; !ok {
+	cur := c.queues(tp)
+	i, found := findQueue(cur, brokerName)
+	if !found {
 		return
 	}
-	delete(ts.queues, brokerName)
+	c.setQueues(tp, slices.Concat(cur[:i], cur[i+1:]))
 	if idx := t.brokerTopics[brokerName]; idx != nil {
-		delete(idx, topic)
+		delete(idx, name)
 		if len(idx) == 0 {
 			delete(t.brokerTopics, brokerName)
 		}
 	}
-	c.touch(topic)
-	if len(ts.queues) == 0 {
-		t.dropTopic(c, topic)
-	}
 }
 
-func (t *Table) dropTopic(c *changes, topic string) {
-	ts := t.topics[topic]
-	if ts == nil {
+// dropTopic removes a topic and all its queue data.
+func (t *Table) dropTopic(c *changes, name string) {
+	tp := c.lookup(t, name)
+	if tp == nil {
 		return
 	}
-	for name := range ts.queues {
-		if idx := t.brokerTopics[name]; idx != nil {
-			delete(idx, topic)
+	for _, q := range c.queues(tp) {
+		if idx := t.brokerTopics[q.BrokerName]; idx != nil {
+			delete(idx, name)
 			if len(idx) == 0 {
-				delete(t.brokerTopics, name)
+				delete(t.brokerTopics, q.BrokerName)
 			}
 		}
 	}
-	ts.entry.view.Store(nil)
-	delete(t.topics, topic)
-	c.topicSet = true
+	c.setQueues(tp, nil)
+}
+
+// modifyQueue applies f to a broker name's QueueData of a topic; it
+// reports whether the topic has one.
+func (t *Table) modifyQueue(c *changes, tp *topic, brokerName string, f func(*body.QueueData)) bool {
+	cur := c.queues(tp)
+	i, found := findQueue(cur, brokerName)
+	if !found {
+		return false
+	}
+	q := cur[i]
+	f(&q)
+	if q != cur[i] {
+		next := slices.Clone(cur)
+		next[i] = q
+		c.setQueues(tp, next)
+	}
+	return true
 }
 
 func (t *Table) nowMillis() int64 { return t.now().UnixMilli() }
