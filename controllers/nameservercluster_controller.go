@@ -141,10 +141,11 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		Now:        now,
 	})
 
-	// The address ConfigMaps go first and the StatefulSet last, and status
-	// (the persisted plan) after both: a manager stopped in between finds a
-	// list that is at most as long as its status says, and restarts any
-	// drain from scratch rather than cutting it short.
+	// Order matters for a manager stopped half-way. The address ConfigMaps
+	// are written before the status records the plan, so a recorded drain
+	// start is never earlier than the shrink of the list it times (a lost
+	// status write only restarts the drain later). The StatefulSet, which
+	// shrinks only once a recorded drain is over, comes after the list.
 	var problems []problem
 	data := render.AddressData(c, r.Render, plan.Published, publish.ReadyIPs(peers, plan.Published))
 	steps := []func() ([]problem, error){
