@@ -156,7 +156,7 @@ func decodeWrapper(r *fjson.Reader, b *RegisterBody) error {
 				b.DataVersion, err = readDataVersion(r)
 			}
 		case "topicConfigTable":
-			err = readTopicConfigTable(r, b)
+			err = readTopicConfigTable(r, b, r.Size())
 		case "topicQueueMappingInfoMap":
 			err = readMappingMap(r, b)
 		default:
@@ -174,13 +174,16 @@ func decodeWrapper(r *fjson.Reader, b *RegisterBody) error {
 	return nil
 }
 
-func readTopicConfigTable(r *fjson.Reader, b *RegisterBody) error {
+func readTopicConfigTable(r *fjson.Reader, b *RegisterBody, bodySize int) error {
 	if r.Null() {
 		return nil
 	}
 	if err := r.BeginObject(); err != nil {
 		return err
 	}
+	// A topic config takes at least 150 bytes of JSON; sizing the slice
+	// from the body avoids regrowing it for brokers with many topics.
+	b.Topics = make([]TopicConfig, 0, bodySize/150+1)
 	for {
 		key, ok, err := r.NextKey()
 		if err != nil || !ok {
@@ -349,10 +352,14 @@ func decodeCompressed(data []byte, opts RegisterOptions, b *RegisterBody) error 
 	if err != nil {
 		return fmt.Errorf("zlib: %w", err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(zr, int64(limit)+1))
-	if err != nil {
+	// Topic lines compress about fivefold; start there to avoid most of
+	// the regrowth of reading into an empty buffer.
+	var out bytes.Buffer
+	out.Grow(min(limit+1, 6*len(data)+512))
+	if _, err := out.ReadFrom(io.LimitReader(zr, int64(limit)+1)); err != nil {
 		return fmt.Errorf("zlib: %w", err)
 	}
+	raw := out.Bytes()
 	if len(raw) > limit {
 		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
@@ -467,15 +474,16 @@ func parseTopicLine(line []byte) (TopicConfig, error) {
 		tok[i] = rest[:j]
 		rest = rest[min(j+1, len(rest)):]
 	}
-	tc := TopicConfig{Name: tok[0]}
-	for i, dst := range []*int32{&tc.ReadQueueNums, &tc.WriteQueueNums, &tc.Perm} {
+	var nums [3]int32
+	for i := range nums {
 		v, ok := fjson.ParseInt(tok[i+1])
 		if !ok || int64(int32(v)) != v {
-			return tc, fmt.Errorf("line %q: field %d is not an integer", line, i+2)
+			return TopicConfig{}, fmt.Errorf("line %q: field %d is not an integer", line, i+2)
 		}
-		*dst = int32(v)
+		nums[i] = int32(v)
 	}
-	if ft := string(tok[4]); ft != "SINGLE_TAG" && ft != "MULTI_TAG" {
+	tc := TopicConfig{Name: tok[0], ReadQueueNums: nums[0], WriteQueueNums: nums[1], Perm: nums[2]}
+	if ft := tok[4]; string(ft) != "SINGLE_TAG" && string(ft) != "MULTI_TAG" {
 		return tc, fmt.Errorf("line %q: unknown topic filter type %q", line, ft)
 	}
 	if len(tc.Name) == 0 {

@@ -73,6 +73,9 @@ func (r *Reader) Reset(data []byte) {
 	r.scratch = r.scratch[:0]
 }
 
+// Size is the length of the document.
+func (r *Reader) Size() int { return len(r.data) }
+
 // Offset is the position of the next unread byte.
 func (r *Reader) Offset() int { return r.pos }
 

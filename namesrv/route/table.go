@@ -98,6 +98,14 @@ type brokerState struct {
 type topic struct {
 	name string
 	view atomic.Pointer[view]
+
+	// Writer-only state of the write in progress (under Table.mu; readers
+	// never look): whether the topic needs a new view, and its queue data
+	// as the write has changed it so far. Kept here rather than in maps of
+	// the write because a registration may touch 10,000 topics.
+	dirty   bool
+	hasWork bool
+	work    []body.QueueData
 }
 
 // view is the immutable state of one topic: its queue data (sorted by
@@ -107,6 +115,10 @@ type view struct {
 	route    body.TopicRouteData
 	routable bool
 	enc      [2]atomic.Pointer[[]byte]
+	// Most topics live on one broker group; their queue data and broker
+	// list sit here instead of in allocations of their own.
+	oneQueue  [1]body.QueueData
+	oneBroker [1]*body.BrokerData
 }
 
 func (v *view) queues() []body.QueueData { return v.route.QueueDatas }
@@ -242,10 +254,8 @@ func (t *Table) SetOrderConf(name, conf string, present bool) {
 
 // changes collects what one write touched, to publish it in one step.
 type changes struct {
-	// dirty topics get a new view at commit, from their working queues
-	// when they have some, else from their current ones.
-	dirty   map[*topic]struct{}
-	working map[*topic][]body.QueueData
+	// dirty topics get a new view at commit.
+	dirty   []*topic
 	added   map[string]*topic
 	brokers bool
 }
@@ -262,16 +272,16 @@ func (c *changes) lookup(t *Table, name string) *topic {
 }
 
 func (c *changes) touch(tp *topic) {
-	if c.dirty == nil {
-		c.dirty = map[*topic]struct{}{}
+	if !tp.dirty {
+		tp.dirty = true
+		c.dirty = append(c.dirty, tp)
 	}
-	c.dirty[tp] = struct{}{}
 }
 
 // queues returns the topic's queue data as this write sees it.
 func (c *changes) queues(tp *topic) []body.QueueData {
-	if q, ok := c.working[tp]; ok {
-		return q
+	if tp.hasWork {
+		return tp.work
 	}
 	if v := tp.view.Load(); v != nil {
 		return v.queues()
@@ -281,10 +291,7 @@ func (c *changes) queues(tp *topic) []body.QueueData {
 
 // setQueues replaces the topic's queue data for the rest of this write.
 func (c *changes) setQueues(tp *topic, q []body.QueueData) {
-	if c.working == nil {
-		c.working = map[*topic][]body.QueueData{}
-	}
-	c.working[tp] = q
+	tp.work, tp.hasWork = q, true
 	c.touch(tp)
 }
 
@@ -305,10 +312,11 @@ func (t *Table) touchBroker(c *changes, name string) {
 // commit publishes the views of every touched topic and, when topics came
 // or went, a new index. Readers see each topic change atomically.
 func (t *Table) commit(c *changes) {
-	for tp := range c.dirty {
+	for _, tp := range c.dirty {
 		_, isNew := c.added[tp.name]
 		wasLive := tp.view.Load() != nil
 		q := c.queues(tp)
+		tp.dirty, tp.hasWork, tp.work = false, false, nil
 		if len(q) == 0 {
 			tp.view.Store(nil)
 		} else {
@@ -345,8 +353,14 @@ func (t *Table) commit(c *changes) {
 // buildView computes a topic's view. The route needs queue data and at
 // least one known broker group (§3.7 steps 1-2).
 func (t *Table) buildView(name string, queues []body.QueueData) *view {
-	v := &view{route: body.TopicRouteData{QueueDatas: queues, BrokerDatas: make([]*body.BrokerData, 0, len(queues))}}
+	v := &view{}
 	rd := &v.route
+	if len(queues) == 1 {
+		v.oneQueue[0] = queues[0]
+		rd.QueueDatas, rd.BrokerDatas = v.oneQueue[:], v.oneBroker[:0]
+	} else {
+		rd.QueueDatas, rd.BrokerDatas = queues, make([]*body.BrokerData, 0, len(queues))
+	}
 	for i := range queues {
 		b := t.brokers[queues[i].BrokerName]
 		if b == nil {
