@@ -97,9 +97,9 @@ E2E_TIMEOUT ?= 10m
 E2E_FLAGS ?=
 
 .PHONY: test-e2e
-test-e2e: envtest-assets $(E2E_PREREQUISITES) ## Run the end-to-end suite in a cluster in a box (not part of `make test`).
+test-e2e: $(E2E_PREREQUISITES) ## Run the end-to-end suite in a cluster in a box (not part of `make test`).
 	$(GO) test -c -tags e2e -o $(LOCALBIN)/e2e.test ./test/e2e
-	cd test/e2e && KUBEBUILDER_ASSETS="$$($(CURDIR)/hack/envtest-binaries.sh)" E2E_BIN_DIR=$(LOCALBIN) \
+	assets="$$(hack/envtest-binaries.sh)" && cd test/e2e && KUBEBUILDER_ASSETS="$$assets" E2E_BIN_DIR=$(LOCALBIN) \
 	  $(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
 
 .PHONY: envtest-assets
