@@ -15,7 +15,7 @@ import (
 
 // startServer runs a NameServer on a loopback port with a private KV file;
 // tweak adjusts the configuration first.
-func startServer(t *testing.T, tweak func(*config.Config)) *namesrv.Server {
+func startServer(t testing.TB, tweak func(*config.Config)) *namesrv.Server {
 	t.Helper()
 	cfg := config.Default()
 	dir := t.TempDir()

@@ -84,7 +84,8 @@ func (r *Reader) errorf(format string, args ...any) error {
 }
 
 func (r *Reader) skipWS() {
-	for r.pos < len(r.data) {
+	// Every blank is below '!', so one comparison settles the common case.
+	for r.pos < len(r.data) && r.data[r.pos] <= ' ' {
 		switch r.data[r.pos] {
 		case ' ', '\t', '\n', '\r', '\f', '\b':
 			r.pos++
@@ -245,13 +246,13 @@ func (r *Reader) String() ([]byte, error) {
 	}
 	r.pos++
 	start := r.pos
-	for i := start; i < len(r.data); i++ {
-		switch c := r.data[i]; {
-		case c == q:
-			r.pos = i + 1
-			return r.data[start:i], nil
-		case c == '\\':
-			return r.unescape(start, i, q)
+	for i, c := range r.data[start:] {
+		if c == q {
+			r.pos = start + i + 1
+			return r.data[start : start+i], nil
+		}
+		if c == '\\' {
+			return r.unescape(start, start+i, q)
 		}
 	}
 	r.pos = len(r.data)
