@@ -465,27 +465,36 @@ func TestDeleteTopicWithBrokerRegistration(t *testing.T) {
 // TestRouteCacheFollowsEveryChange checks that a cached encoded route is
 // replaced by every kind of write that changes it.
 func TestRouteCacheFollowsEveryChange(t *testing.T) {
-	tb, _ := newTable(t)
+	tb, clk := newTable(t)
+	tb.SetViewOptions(ViewOptions{OrderMessageEnable: true})
 	ch := &fakeChannel{}
 	tb.Register(reg("c", "b", 0, "m:1", 1, ch, topics("T:1:1:6", "U:1:1:6")...))
+	other := reg("c2", "o", 0, "o:1", 1, nil, topics("T:1:1:6", "V:1:1:6")...)
+	other.HeartbeatTimeoutMillis = 1000
 	steps := []struct {
-		name string
-		do   func()
-		want string
+		name         string
+		do           func()
+		want, absent string
 	}{
-		{"slave registers", func() { tb.Register(reg("c", "b", 1, "s:1", 1, nil)) }, `"1":"s:1"`},
-		{"wipe", func() { tb.WipeWritePerm("b") }, `"perm":4`},
-		{"add", func() { tb.AddWritePerm("b") }, `"perm":6`},
-		{"new version", func() { tb.Register(reg("c", "b", 0, "m:1", 2, ch, topics("T:3:3:6", "U:1:1:6")...)) }, `"readQueueNums":3`},
-		{"slave unregisters", func() { tb.Unregister("c", "s:1", "b") }, `{"0":"m:1"}`},
-		{"master connection closes", func() { tb.ChannelClosed(ch) }, ""},
+		{"slave registers", func() { tb.Register(reg("c", "b", 1, "s:1", 1, nil)) }, `"1":"s:1"`, ""},
+		{"wipe", func() { tb.WipeWritePerm("b") }, `"perm":4`, ""},
+		{"add", func() { tb.AddWritePerm("b") }, `"perm":6`, ""},
+		{"new version", func() { tb.Register(reg("c", "b", 0, "m:1", 2, ch, topics("T:3:3:6", "U:1:1:6")...)) }, `"readQueueNums":3`, ""},
+		{"order config set", func() { tb.SetOrderConf("T", "b:3", true) }, `"orderTopicConf":"b:3"`, ""},
+		{"order config changed", func() { tb.SetOrderConf("T", "b:2", true) }, `"orderTopicConf":"b:2"`, ""},
+		{"another group registers", func() { tb.Register(other) }, `"brokerName":"o"`, ""},
+		{"topic deleted from that group's cluster", func() { tb.DeleteTopic("T", "c2") }, `"brokerName":"b"`, `"brokerName":"o"`},
+		{"that group re-registers", func() { tb.Register(other) }, `"brokerName":"o"`, ""},
+		{"that group expires", func() { clk.advance(2 * time.Second); tb.ScanExpired() }, `"brokerName":"b"`, `"brokerName":"o"`},
+		{"slave unregisters", func() { tb.Unregister("c", "s:1", "b") }, `{"0":"m:1"}`, `"s:1"`},
+		{"master connection closes", func() { tb.ChannelClosed(ch) }, "", ""},
 	}
 	for _, s := range steps {
 		route(t, tb, "T", fjson.Standard) // populate the cache
 		s.do()
 		got := route(t, tb, "T", fjson.Standard)
-		if s.want == "" && got != "" || !strings.Contains(got, s.want) {
-			t.Fatalf("after %s: route %q, want %q", s.name, got, s.want)
+		if s.want == "" && got != "" || !strings.Contains(got, s.want) || s.absent != "" && strings.Contains(got, s.absent) {
+			t.Fatalf("after %s: route %q, want %q without %q", s.name, got, s.want, s.absent)
 		}
 	}
 }
