@@ -124,6 +124,25 @@ fuzz-short: ## Fuzz every decoder briefly.
 fuzz: ## Fuzz every decoder for FUZZTIME each.
 	@$(MAKE) fuzz-short FUZZTIME_SHORT=$(FUZZTIME)
 
+##@ Performance (docs/benchmarks.md)
+
+.PHONY: bench
+bench: ## Go benchmarks of the hot paths (codec, routes, registrations).
+	$(GO) test -run='^$$' -bench=. -benchmem ./namesrv/...
+
+# The load scenarios of docs/benchmarks.md, each against a freshly spawned
+# namesrv on loopback.
+.PHONY: bench-load
+bench-load: build ## Route, registration and mixed loads with nsbench.
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode start
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s -version 317
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 1 -topics-per-broker 10000 -interval 500ms -duration 20s
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 1 -topics-per-broker 10000 -interval 500ms -duration 20s -compressed
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 100 -topics-per-broker 1000 -interval 30s -duration 35s
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 100 -topics-per-broker 1000 -interval 30s -duration 35s -shared-topics
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s
+
 ##@ Tools
 
 $(LOCALBIN):

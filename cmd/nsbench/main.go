@@ -48,6 +48,7 @@ type options struct {
 	brokers, topicsPerBroker int
 	interval                 time.Duration
 	compressed               bool
+	shared                   bool
 	setupBrokers             int
 }
 
@@ -77,6 +78,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&o.topicsPerBroker, "topics-per-broker", 1000, "topics of each storm broker")
 	fs.DurationVar(&o.interval, "interval", time.Second, "registration period of each storm broker (real brokers: 30s)")
 	fs.BoolVar(&o.compressed, "compressed", false, "storm brokers send zlib bodies")
+	fs.BoolVar(&o.shared, "shared-topics", false, "storm brokers all serve the same topic names (else each has its own)")
 	fs.IntVar(&o.setupBrokers, "setup-brokers", 2, "brokers that register the queried topics (route and mixed modes)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -227,7 +229,7 @@ func routeMode(ctx context.Context, o *options, out io.Writer) error {
 }
 
 func (o *options) storm() *loadgen.RegisterStorm {
-	return &loadgen.RegisterStorm{Addr: o.addr, Brokers: o.brokers, TopicsPerBroker: o.topicsPerBroker,
+	return &loadgen.RegisterStorm{Addr: o.addr, Brokers: o.brokers, TopicsPerBroker: o.topicsPerBroker, SharedTopics: o.shared,
 		Interval: o.interval, Compressed: o.compressed, Generation: body.Broker5}
 }
 
@@ -236,8 +238,12 @@ func reportStorm(out io.Writer, o *options, res *loadgen.RegisterResult, cpu tim
 	if o.compressed {
 		form = "zlib"
 	}
-	fmt.Fprintf(out, "register: %d registrations (%d brokers x %d topics, %s body of %d bytes, every %v) in %v, errors %d\n",
-		res.Registrations, o.brokers, o.topicsPerBroker, form, res.BodyBytes, o.interval, res.Elapsed.Round(time.Millisecond), res.Errors)
+	names := "distinct"
+	if o.shared {
+		names = "shared"
+	}
+	fmt.Fprintf(out, "register: %d registrations (%d brokers x %d %s topics, %s body of %d bytes, every %v) in %v, errors %d\n",
+		res.Registrations, o.brokers, o.topicsPerBroker, names, form, res.BodyBytes, o.interval, res.Elapsed.Round(time.Millisecond), res.Errors)
 	fmt.Fprintf(out, "register: latency p50 %v p99 %v max %v\n", res.Latency.Quantile(0.5), res.Latency.Quantile(0.99), res.Latency.Max())
 	if o.pid > 0 && res.Registrations > 0 {
 		fmt.Fprintf(out, "register: server CPU %v = %.2f ms per registration; server RSS %.1f MiB\n",
