@@ -36,7 +36,9 @@ complete() {
   done
   [[ $("$DEST/kube-apiserver" --version 2>/dev/null) == "Kubernetes $K8S_VERSION" ]] || return 1
   [[ $("$DEST/kube-controller-manager" --version 2>/dev/null) == "Kubernetes $K8S_VERSION" ]] || return 1
-  "$DEST/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}" || return 1
+  # grep reads all of etcd's output: grep -q would exit at the first match
+  # and, under pipefail, etcd's SIGPIPE would fail the check and rebuild.
+  "$DEST/etcd" --version 2>/dev/null | grep -x "etcd Version: ${ETCD_VERSION#v}" >/dev/null || return 1
 }
 
 if complete; then
