@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
@@ -60,6 +65,43 @@ var _ = Describe("The manager", func() {
 		}, 15*time.Second).Should(Succeed())
 	})
 
+	It("never publishes a longer list than its status records", func() {
+		var failing atomic.Bool
+		failing.Store(true)
+		stopManager()
+		stopManager = nil
+		startManagerWith(nil, func(c client.Client) client.Client {
+			return conflictingStatus{Client: c, fail: func(o client.Object) bool { return o.GetName() == "lost" && failing.Load() }}
+		})
+		DeferCleanup(func() {
+			stopManager()
+			startManager(nil)
+		})
+
+		newCluster(ns, "lost", withReplicas(3), withDrain(60))
+		readyPods(ns, "lost", 0, 1, 2)
+		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "lost")).To(BeEquivalentTo(3)) }).Should(Succeed())
+		By("while every status write is lost, the ready peers stay unpublished")
+		Consistently(func(g Gomega) {
+			g.Expect(addressData(g, ns, "lost-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", ""))
+		}).Should(Succeed())
+
+		failing.Store(false)
+		updateCluster(ns, "lost", func(c *v1alpha1.NameServerCluster) { c.Annotations = map[string]string{"poke": "1"} })
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "lost-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "lost", 3)))
+			g.Expect(getCluster(g, ns, "lost").Status.PublishedReplicas).To(BeEquivalentTo(3))
+		}).Should(Succeed())
+
+		By("so a scale-down drains every peer that was ever listed")
+		updateCluster(ns, "lost", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](1) })
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "lost-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "lost", 1)))
+			g.Expect(getCluster(g, ns, "lost").Status.DrainStartTime).NotTo(BeNil())
+		}).Should(Succeed())
+		Consistently(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "lost")).To(BeEquivalentTo(3)) }).Should(Succeed())
+	})
+
 	It("can be restricted to some namespaces", func() {
 		targets, elsewhere := newNamespace(nil), newNamespace(nil)
 		stopManager()
@@ -87,3 +129,28 @@ var _ = Describe("The manager", func() {
 		}).Should(Succeed())
 	})
 })
+
+// conflictingStatus fails the status writes of the objects fail selects
+// with a conflict, as a concurrent writer would.
+type conflictingStatus struct {
+	client.Client
+	fail func(client.Object) bool
+}
+
+func (c conflictingStatus) Status() client.SubResourceWriter {
+	return conflictingStatusWriter{SubResourceWriter: c.Client.Status(), fail: c.fail}
+}
+
+type conflictingStatusWriter struct {
+	client.SubResourceWriter
+	fail func(client.Object) bool
+}
+
+func (w conflictingStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if w.fail(obj) {
+		return apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "nameserverclusters"}, obj.GetName(), errInjected)
+	}
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+var errInjected = errors.New("injected by the test")

@@ -8,6 +8,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -141,11 +142,25 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		Now:        now,
 	})
 
-	// Order matters for a manager stopped half-way. The address ConfigMaps
-	// are written before the status records the plan, so a recorded drain
-	// start is never earlier than the shrink of the list it times (a lost
-	// status write only restarts the drain later). The StatefulSet, which
-	// shrinks only once a recorded drain is over, comes after the list.
+	// Order matters for a manager stopped half-way, or a status write lost
+	// to a conflict. status.publishedReplicas must never be shorter than a
+	// list some ConfigMap holds: otherwise a scale-down right after would
+	// take those peers for never-published ones and remove them without a
+	// drain. So a longer list is recorded before it is published, and a
+	// shorter one is published before it is recorded, which also keeps a
+	// recorded drain start no earlier than the shrink it times. The
+	// StatefulSet, which shrinks only once a recorded drain is over, comes
+	// after the list.
+	addresses := render.PeerAddresses(c, r.Render, plan.Published)
+	if plan.Published > c.Status.PublishedReplicas {
+		growing := c.Status.DeepCopy()
+		growing.PublishedReplicas = plan.Published
+		growing.Addresses = addresses
+		growing.NamesrvAddr = strings.Join(addresses, ";")
+		if err := r.writeStatus(ctx, c, *growing); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	var problems []problem
 	data := render.AddressData(c, r.Render, plan.Published, publish.ReadyIPs(peers, plan.Published))
 	steps := []func() ([]problem, error){
@@ -175,7 +190,7 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		Plan:        plan,
 		StatefulSet: sts,
 		Peers:       peers,
-		Addresses:   render.PeerAddresses(c, r.Render, plan.Published),
+		Addresses:   addresses,
 		Problems:    problems,
 		Now:         now,
 	})

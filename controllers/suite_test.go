@@ -86,7 +86,11 @@ var _ = BeforeSuite(func() {
 
 // startManager runs the operator's manager, watching the given namespaces
 // (all when empty), until stopManager is called.
-func startManager(namespaces []string) {
+func startManager(namespaces []string) { startManagerWith(namespaces, nil) }
+
+// startManagerWith runs the manager with the reconciler's client wrapped by
+// wrap (when not nil), to inject API failures.
+func startManagerWith(namespaces []string, wrap func(client.Client) client.Client) {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -96,8 +100,12 @@ func startManager(namespaces []string) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
+	c := mgr.GetClient()
+	if wrap != nil {
+		c = wrap(c)
+	}
 	Expect((&NameServerClusterReconciler{
-		Client:     mgr.GetClient(),
+		Client:     c,
 		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("kube-namesrv"),
 		Render:     render.Options{ClusterDomain: "cluster.local", DefaultImage: testImage},
