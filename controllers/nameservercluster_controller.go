@@ -151,16 +151,19 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 	// recorded drain start no earlier than the shrink it times. The
 	// StatefulSet, which shrinks only once a recorded drain is over, comes
 	// after the list.
-	addresses := render.PeerAddresses(c, r.Render, plan.Published)
+	var recordErr error
 	if plan.Published > c.Status.PublishedReplicas {
 		growing := c.Status.DeepCopy()
 		growing.PublishedReplicas = plan.Published
-		growing.Addresses = addresses
-		growing.NamesrvAddr = strings.Join(addresses, ";")
-		if err := r.writeStatus(ctx, c, *growing); err != nil {
-			return ctrl.Result{}, err
+		growing.Addresses = render.PeerAddresses(c, r.Render, plan.Published)
+		growing.NamesrvAddr = strings.Join(growing.Addresses, ";")
+		if recordErr = r.writeStatus(ctx, c, *growing); recordErr != nil {
+			// Unrecorded, the longer list is not published; the rest of
+			// the cluster is still brought to spec.
+			plan.Published = c.Status.PublishedReplicas
 		}
 	}
+	addresses := render.PeerAddresses(c, r.Render, plan.Published)
 	var problems []problem
 	data := render.AddressData(c, r.Render, plan.Published, publish.ReadyIPs(peers, plan.Published))
 	steps := []func() ([]problem, error){
@@ -185,6 +188,9 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		problems = append(problems, p...)
 	}
 
+	if recordErr != nil {
+		return ctrl.Result{}, recordErr
+	}
 	status := computeStatus(statusInput{
 		Cluster:     c,
 		Plan:        plan,

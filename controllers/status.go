@@ -155,10 +155,13 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 		return nil
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	c.Status = st
-	if err := r.Status().Patch(ctx, c, patch); err != nil {
+	next := c.DeepCopy()
+	next.Status = st
+	if err := r.Status().Patch(ctx, next, patch); err != nil {
 		return fmt.Errorf("writing the status of %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	// Only a written status becomes the cluster's: callers go on from it.
+	*c = *next
 
 	if old.NamesrvAddr != st.NamesrvAddr || old.PublishedReplicas != st.PublishedReplicas {
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Published", "Publish", "published %d addresses: %s", st.PublishedReplicas, st.NamesrvAddr)
