@@ -206,20 +206,31 @@ func reportRoute(out io.Writer, label string, o *options, res *loadgen.RouteResu
 	}
 }
 
-func routeMode(ctx context.Context, o *options, out io.Writer) error {
+// prepared registers the queried topics and warms the server up; stop
+// ends the setup brokers' heartbeats and waits for them.
+func prepared(ctx context.Context, o *options) (topics []string, stop func(), err error) {
 	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	topics, wait, err := setup(sctx, o)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	stop = func() { cancel(); wait() }
+	if o.warmup > 0 {
+		if _, _, _, err := runRoute(ctx, o, topics, o.warmup); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	return topics, stop, nil
+}
+
+func routeMode(ctx context.Context, o *options, out io.Writer) error {
+	topics, stop, err := prepared(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer wait()
-	defer cancel()
-	if o.warmup > 0 {
-		if _, _, _, err := runRoute(ctx, o, topics, o.warmup); err != nil {
-			return err
-		}
-	}
+	defer stop()
 	res, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
 	if err != nil {
 		return err
@@ -268,19 +279,11 @@ func registerMode(ctx context.Context, o *options, out io.Writer) error {
 }
 
 func mixedMode(ctx context.Context, o *options, out io.Writer) error {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	topics, wait, err := setup(sctx, o)
+	topics, stop, err := prepared(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer wait()
-	defer cancel()
-	if o.warmup > 0 {
-		if _, _, _, err := runRoute(ctx, o, topics, o.warmup); err != nil {
-			return err
-		}
-	}
+	defer stop()
 	quiet, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
 	if err != nil {
 		return err

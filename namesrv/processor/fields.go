@@ -38,6 +38,19 @@ func (f fields) required(key string) (string, error) {
 	return string(v), nil
 }
 
+// requiredAll reads several required fields, in order.
+func (f fields) requiredAll(keys ...string) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		v, err := f.required(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // int64 parses an optional integer field; absent yields def.
 func (f fields) int64(key string, def int64) (int64, error) {
 	v, ok := f.cmd.ExtValue(key)

@@ -210,16 +210,11 @@ func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp
 		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkCRC...)
 		return nil
 	}
-	r := route.Registration{Channel: c}
-	if r.Cluster, err = h.required("clusterName"); err != nil {
+	v, err := h.requiredAll("clusterName", "brokerAddr", "brokerName")
+	if err != nil {
 		return err
 	}
-	if r.BrokerAddr, err = h.required("brokerAddr"); err != nil {
-		return err
-	}
-	if r.BrokerName, err = h.required("brokerName"); err != nil {
-		return err
-	}
+	r := route.Registration{Channel: c, Cluster: v[0], BrokerAddr: v[1], BrokerName: v[2]}
 	if r.BrokerID, err = h.requiredInt64("brokerId"); err != nil {
 		return err
 	}
@@ -260,30 +255,16 @@ func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp
 }
 
 func (p *Processor) unregisterBroker(req *remoting.Command) error {
-	h := fields{req}
-	cluster, err := h.required("clusterName")
+	v, err := fields{req}.requiredAll("clusterName", "brokerAddr", "brokerName")
 	if err != nil {
 		return err
 	}
-	addr, err := h.required("brokerAddr")
-	if err != nil {
-		return err
-	}
-	name, err := h.required("brokerName")
-	if err != nil {
-		return err
-	}
-	p.routes.Unregister(cluster, addr, name)
+	p.routes.Unregister(v[0], v[1], v[2])
 	return nil
 }
 
 func (p *Processor) queryDataVersion(req *remoting.Command, resp *remoting.Response) error {
-	h := fields{req}
-	cluster, err := h.required("clusterName")
-	if err != nil {
-		return err
-	}
-	addr, err := h.required("brokerAddr")
+	v, err := fields{req}.requiredAll("clusterName", "brokerAddr")
 	if err != nil {
 		return err
 	}
@@ -294,7 +275,7 @@ func (p *Processor) queryDataVersion(req *remoting.Command, resp *remoting.Respo
 	if err != nil {
 		return err
 	}
-	changed, stored, found := p.routes.QueryDataVersion(cluster, addr, dv)
+	changed, stored, found := p.routes.QueryDataVersion(v[0], v[1], dv)
 	resp.SetExt("changed", strconv.FormatBool(changed))
 	if found {
 		resp.Body = body.AppendDataVersion(nil, stored)
@@ -303,16 +284,11 @@ func (p *Processor) queryDataVersion(req *remoting.Command, resp *remoting.Respo
 }
 
 func (p *Processor) brokerHeartbeat(req *remoting.Command) error {
-	h := fields{req}
-	cluster, err := h.required("clusterName")
+	v, err := fields{req}.requiredAll("clusterName", "brokerAddr")
 	if err != nil {
 		return err
 	}
-	addr, err := h.required("brokerAddr")
-	if err != nil {
-		return err
-	}
-	p.routes.Heartbeat(cluster, addr)
+	p.routes.Heartbeat(v[0], v[1])
 	return nil
 }
 
