@@ -67,11 +67,11 @@ func (ch child) key() client.ObjectKey {
 // the server, so steady state causes no writes and no events.
 func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha1.NameServerCluster, ch child) ([]problem, error) {
 	key := ch.key()
-	before := ""
+	found := true
 	switch err := r.Get(ctx, key, ch.existing); {
-	case err == nil:
-		before = ch.existing.GetResourceVersion()
-	case !apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
+		found = false
+	case err != nil:
 		return nil, fmt.Errorf("reading %s %s: %w", ch.kind, key, err)
 	}
 	if err := r.Apply(ctx, ch.ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
@@ -80,13 +80,24 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 		}
 		return nil, fmt.Errorf("applying %s %s: %w", ch.kind, key, err)
 	}
-	switch after := ptr.Deref(ch.meta.ResourceVersion, ""); {
-	case before == "":
+	switch {
+	case !found:
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Created", "Create", "created %s %s", ch.kind, key)
-	case after != before:
+	case changed(ch.existing, ch.meta):
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Updated", "Update", "updated %s %s", ch.kind, key)
 	}
 	return nil, nil
+}
+
+// changed tells whether an apply changed the object it was read as before.
+// Objects with a generation (StatefulSets, PDBs) count spec changes only:
+// their status moves all the time, and a resourceVersion compared with a
+// cache that lags behind would report those moves as our updates.
+func changed(before client.Object, after *metav1ac.ObjectMetaApplyConfiguration) bool {
+	if g := before.GetGeneration(); g > 0 {
+		return ptr.Deref(after.Generation, g) != g
+	}
+	return ptr.Deref(after.ResourceVersion, "") != before.GetResourceVersion()
 }
 
 // refused tells the errors that retrying cannot fix: the object is invalid

@@ -277,6 +277,7 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(k8sClient.Get(testCtx, key(ns, "heal"), sts)).To(Succeed())
 			g.Expect(sts.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
 			g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(testImage))
+			g.Expect(eventNotes(g, ns, "heal")).To(ContainElement("updated StatefulSet " + ns + "/heal"))
 		}).Should(Succeed())
 
 		By("an edited address ConfigMap")
