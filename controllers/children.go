@@ -28,6 +28,8 @@ import (
 type problem struct {
 	Reason  string
 	Message string
+	// Related is the object the problem is about, named in its event.
+	Related client.Object
 }
 
 // child is one rendered object with what applyChild needs to report on it.
@@ -74,17 +76,22 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 	case err != nil:
 		return nil, fmt.Errorf("reading %s %s: %w", ch.kind, key, err)
 	}
+	// Events name the child as their related object; events.k8s.io merges
+	// events that differ only in their note into one series, so without it
+	// "created Service" would be folded into "created ConfigMap".
+	ch.existing.SetNamespace(key.Namespace)
+	ch.existing.SetName(key.Name)
 	if err := r.Apply(ctx, ch.ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		if refused(err) {
-			return []problem{{Reason: "ApplyRefused", Message: fmt.Sprintf("the API server refused %s %s: %v", ch.kind, key, err)}}, nil
+			return []problem{{Reason: "ApplyRefused", Message: fmt.Sprintf("the API server refused %s %s: %v", ch.kind, key, err), Related: ch.existing}}, nil
 		}
 		return nil, fmt.Errorf("applying %s %s: %w", ch.kind, key, err)
 	}
 	switch {
 	case !found:
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Created", "Create", "created %s %s", ch.kind, key)
+		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, "Created", "Create", "created %s %s", ch.kind, key)
 	case changed(ch.existing, ch.meta):
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Updated", "Update", "updated %s %s", ch.kind, key)
+		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, "Updated", "Update", "updated %s %s", ch.kind, key)
 	}
 	return nil, nil
 }
@@ -124,7 +131,7 @@ func (r *NameServerClusterReconciler) reconcilePDB(ctx context.Context, c *v1alp
 	if err := r.Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID}); client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("deleting the PodDisruptionBudget of %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Deleted", "Delete", "deleted PodDisruptionBudget %s/%s: spec.podDisruptionBudget.enabled is false", pdb.Namespace, pdb.Name)
+	r.Recorder.Eventf(c, pdb, corev1.EventTypeNormal, "Deleted", "Delete", "deleted PodDisruptionBudget %s/%s: spec.podDisruptionBudget.enabled is false", pdb.Namespace, pdb.Name)
 	return nil, nil
 }
 
@@ -135,13 +142,14 @@ func (r *NameServerClusterReconciler) publishAddresses(ctx context.Context, c *v
 	dests := []dest{{c.Namespace, render.AddressConfigMapName(c)}}
 	var problems []problem
 	for _, t := range c.Spec.Publish.Targets {
+		target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: render.TargetName(c, t)}}
 		switch {
 		case t.Namespace == c.Namespace:
 			problems = append(problems, problem{"TargetRefused", fmt.Sprintf(
-				"spec.publish.targets: namespace %q is the cluster's own; set spec.publish.configMapName instead", t.Namespace)})
+				"spec.publish.targets: namespace %q is the cluster's own; set spec.publish.configMapName instead", t.Namespace), target})
 		case !r.watches(t.Namespace):
 			problems = append(problems, problem{"TargetRefused", fmt.Sprintf(
-				"spec.publish.targets: namespace %q is outside the namespaces this operator manages (%v)", t.Namespace, r.Namespaces)})
+				"spec.publish.targets: namespace %q is outside the namespaces this operator manages (%v)", t.Namespace, r.Namespaces), target})
 		default:
 			dests = append(dests, dest{t.Namespace, render.TargetName(c, t)})
 		}
@@ -157,7 +165,8 @@ func (r *NameServerClusterReconciler) publishAddresses(ctx context.Context, c *v
 		}
 		if foreign {
 			problems = append(problems, problem{"TargetRefused", fmt.Sprintf(
-				"ConfigMap %s exists and was not created for this cluster; it is left alone: choose another name in spec.publish", key)})
+				"ConfigMap %s exists and was not created for this cluster; it is left alone: choose another name in spec.publish", key),
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}})
 			continue
 		}
 		p, err := r.applyChild(ctx, c, configMapChild(render.AddressConfigMap(c, d.namespace, d.name, data)))
@@ -217,7 +226,7 @@ func (r *NameServerClusterReconciler) deleteTargets(ctx context.Context, c *v1al
 		if err := r.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ConfigMap %s: %w", key, err)
 		}
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Deleted", "Delete", "deleted address ConfigMap %s", key)
+		r.Recorder.Eventf(c, cm, corev1.EventTypeNormal, "Deleted", "Delete", "deleted address ConfigMap %s", key)
 	}
 	return nil
 }

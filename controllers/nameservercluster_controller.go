@@ -200,9 +200,11 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		Problems:    problems,
 		Now:         now,
 	})
+	old := c.Status
 	if err := r.writeStatus(ctx, c, status); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.warnRefusals(c, old, status, problems)
 	if plan.Draining() {
 		log.V(1).Info("draining removed peers", "until", plan.DrainStart.Add(time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0))*time.Second))
 	}

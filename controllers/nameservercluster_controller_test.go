@@ -98,6 +98,10 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
 			g.Expect(eventReasons(g, ns, "alpha")).To(ContainElement("Normal/Created"))
+			g.Expect(eventNotes(g, ns, "alpha")).To(ContainElements(
+				"created StatefulSet "+ns+"/alpha", "created Service "+ns+"/alpha", "created Service "+ns+"/alpha-headless",
+				"created ConfigMap "+ns+"/alpha-config", "created ConfigMap "+ns+"/alpha-namesrv-addr",
+				"created PodDisruptionBudget "+ns+"/alpha"))
 		}).Should(Succeed())
 
 		By("re-reconciling an unchanged cluster writes nothing")

@@ -163,18 +163,42 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	// Only a written status becomes the cluster's: callers go on from it.
 	*c = *next
 
-	if old.NamesrvAddr != st.NamesrvAddr || old.PublishedReplicas != st.PublishedReplicas {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Published", "Publish", "published %d addresses: %s", st.PublishedReplicas, st.NamesrvAddr)
+	// Each event names the pod at the edge of the list as related object:
+	// events.k8s.io folds events with the same reason, action and related
+	// object into a series that keeps the first note, so only identical
+	// publications may share one.
+	switch {
+	case st.PublishedReplicas > old.PublishedReplicas:
+		r.Recorder.Eventf(c, peerPod(c, st.PublishedReplicas-1), corev1.EventTypeNormal, "Published", "Publish",
+			"published %d addresses: %s", st.PublishedReplicas, st.NamesrvAddr)
+	case st.PublishedReplicas < old.PublishedReplicas:
+		r.Recorder.Eventf(c, peerPod(c, st.PublishedReplicas), corev1.EventTypeNormal, "Published", "Unpublish",
+			"published %d addresses, ordinals %d and up removed: %s", st.PublishedReplicas, st.PublishedReplicas, st.NamesrvAddr)
+	case old.NamesrvAddr != st.NamesrvAddr:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Published", "Rename", "published %d addresses: %s", st.PublishedReplicas, st.NamesrvAddr)
 	}
 	if st.DrainStartTime != nil && (old.DrainStartTime == nil || !old.DrainStartTime.Equal(st.DrainStartTime)) {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Draining", "Drain",
+		r.Recorder.Eventf(c, peerPod(c, st.PublishedReplicas), corev1.EventTypeNormal, "Draining", "Drain",
 			"removed ordinals %d and up from the list; the StatefulSet keeps them for %ds", st.PublishedReplicas, ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
 	}
-	if p := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); p != nil && p.Reason == reasonBlocked {
-		d := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
-		if was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionDegraded); was == nil || was.Message != d.Message {
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, "Refuse", "%s", d.Message)
-		}
-	}
 	return nil
+}
+
+// peerPod names the pod of an ordinal, for events about it.
+func peerPod(c *v1alpha1.NameServerCluster, ordinal int32) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: fmt.Sprintf("%s-%d", render.StatefulSetName(c), ordinal)}}
+}
+
+// warnRefusals records one Warning event per refused part of the spec when
+// the set of refusals changed, so a standing refusal is not repeated on
+// every reconcile.
+func (r *NameServerClusterReconciler) warnRefusals(c *v1alpha1.NameServerCluster, old, st v1alpha1.NameServerClusterStatus, problems []problem) {
+	was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionDegraded)
+	now := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
+	if len(problems) == 0 || (was != nil && now != nil && was.Message == now.Message) {
+		return
+	}
+	for _, p := range problems {
+		r.Recorder.Eventf(c, p.Related, corev1.EventTypeWarning, p.Reason, "Refuse", "%s", p.Message)
+	}
 }
