@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -28,6 +29,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
@@ -41,13 +43,15 @@ import (
 const testImage = "kube-namesrv/kube-namesrv:v0.0.0-test"
 
 var (
-	restConfig  *rest.Config
-	stopManager func()
-	testEnv     *envtest.Environment
-	k8sClient   client.Client
-	testCtx     context.Context
-	stopSuite   context.CancelFunc
-	testScheme  = runtime.NewScheme()
+	restConfig *rest.Config
+	// managerConfig acts as the manager's service account.
+	managerConfig *rest.Config
+	stopManager   func()
+	testEnv       *envtest.Environment
+	k8sClient     client.Client
+	testCtx       context.Context
+	stopSuite     context.CancelFunc
+	testScheme    = runtime.NewScheme()
 )
 
 func TestControllers(t *testing.T) {
@@ -81,8 +85,32 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	testCtx, stopSuite = context.WithCancel(context.Background())
+	managerConfig = managerIdentity(restConfig)
 	startManager(nil)
 })
+
+// managerIdentity installs the generated RBAC role (config/rbac/role.yaml)
+// for a service account and returns a config that acts as it: every spec
+// then also proves that the role allows all the manager does.
+func managerIdentity(admin *rest.Config) *rest.Config {
+	b, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	Expect(yaml.Unmarshal(b, role)).To(Succeed())
+	Expect(k8sClient.Create(testCtx, role)).To(Succeed())
+	const ns, sa = "kube-namesrv-system", "controller-manager"
+	Expect(k8sClient.Create(testCtx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "manager-test"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	})).To(Succeed())
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + ns + ":" + sa,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+	return cfg
+}
 
 // startManager runs the operator's manager, watching the given namespaces
 // (all when empty), until stopManager is called.
@@ -91,7 +119,7 @@ func startManager(namespaces []string) { startManagerWith(namespaces, nil) }
 // startManagerWith runs the manager with the reconciler's client wrapped by
 // wrap (when not nil), to inject API failures.
 func startManagerWith(namespaces []string, wrap func(client.Client) client.Client) {
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgr, err := ctrl.NewManager(managerConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
