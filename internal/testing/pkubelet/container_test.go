@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,8 +109,11 @@ func TestContainerRestartsWithEnvMountsAndLogs(t *testing.T) {
 }
 
 func TestContainerStopEscalatesToSIGKILL(t *testing.T) {
+	// The shell says when it ignores SIGTERM: a stop sent before its trap
+	// is set would end it with SIGTERM and prove nothing.
+	trapped := filepath.Join(t.TempDir(), "trapped")
 	pod := testPod(corev1.RestartPolicyAlways, corev1.Container{
-		Command: []string{"/bin/sh", "-c", `trap "" TERM; while :; do sleep 0.05; done`},
+		Command: []string{"/bin/sh", "-c", `trap "" TERM; : > "$0"; while :; do sleep 0.05; done`, trapped},
 	})
 	w := newTestWorker(t, pod)
 	c := w.containers[0]
@@ -121,6 +125,7 @@ func TestContainerStopEscalatesToSIGKILL(t *testing.T) {
 		c.run(ctx)
 	}()
 	waitFor(t, "the process", func() bool { return c.status().State.Running != nil })
+	waitFor(t, "the SIGTERM trap", func() bool { _, err := os.Stat(trapped); return err == nil })
 	pid := c.status().ContainerID
 	begin := time.Now()
 	cancel()
