@@ -293,8 +293,11 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 
 // StopOnSignal stops the cluster and exits the process with status 1 on
 // SIGINT or SIGTERM, so that an interrupted suite leaves nothing behind.
+// The before functions run first, in order: they stop what the test process
+// itself runs against the cluster (an operator's manager, say), whose open
+// requests would otherwise hold kube-apiserver past envtest's stop timeout.
 // Call the returned function to stop listening before a regular Stop.
-func (c *Cluster) StopOnSignal() (release func()) {
+func (c *Cluster) StopOnSignal(before ...func()) (release func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -302,6 +305,9 @@ func (c *Cluster) StopOnSignal() (release func()) {
 		select {
 		case s := <-ch:
 			fmt.Fprintf(os.Stderr, "cluster: %v: stopping the cluster\n", s)
+			for _, f := range before {
+				f()
+			}
 			if err := c.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
