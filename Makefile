@@ -90,9 +90,9 @@ test-unit: envtest-assets
 # kube-controller-manager) and a process kubelet inside private namespaces
 # (hack/e2e-box.sh). The test binary is built outside the box, where the
 # module proxy is reachable. E2E_PREREQUISITES are the targets that build what
-# the suite starts as Pods (e.g. `build` for bin/namesrv); the suite finds
-# those binaries in E2E_BIN_DIR.
-E2E_PREREQUISITES ?=
+# the suite starts as Pods: `build` puts bin/namesrv (the NameServer pods'
+# binary) and bin/manager there; the suite finds them in E2E_BIN_DIR.
+E2E_PREREQUISITES ?= build
 E2E_TIMEOUT ?= 10m
 E2E_FLAGS ?=
 

@@ -444,6 +444,7 @@ func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 type podEvent struct {
 	typ watch.EventType
 	pod *corev1.Pod
+	at  time.Time // when the recorder received it
 }
 
 // podRecorder keeps the watch events of a namespace's Pods in order. Watch
@@ -467,7 +468,7 @@ func recordPods(ctx context.Context, t *testing.T, ns, selector string) *podReco
 		for ev := range w.ResultChan() {
 			if p, ok := ev.Object.(*corev1.Pod); ok {
 				r.mu.Lock()
-				r.events = append(r.events, podEvent{typ: ev.Type, pod: p})
+				r.events = append(r.events, podEvent{typ: ev.Type, pod: p, at: time.Now()})
 				r.mu.Unlock()
 			}
 		}
@@ -483,6 +484,20 @@ func (r *podRecorder) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.events)
+}
+
+// at returns the pod of event i.
+func (r *podRecorder) at(i int) *corev1.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[i].pod
+}
+
+// seenAt returns when event i was received.
+func (r *podRecorder) seenAt(i int) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[i].at
 }
 
 // first returns the index of the first event at or after from that matches,

@@ -3,18 +3,24 @@
 // Package e2e is the end-to-end suite. It runs against one cluster in a box
 // (internal/testing/cluster: etcd, kube-apiserver, kube-controller-manager
 // and the process kubelet) shared by the whole package, inside the private
-// namespaces of hack/e2e-box.sh; `make test-e2e` builds and runs it.
+// namespaces of hack/e2e-box.sh, with the operator installed from
+// config/default and its manager running in this process (operator_test.go).
+// The NameServer pods run the namesrv binary that `make build` put in
+// $E2E_BIN_DIR; `make test-e2e` builds everything and runs the suite.
 //
-// The test binary is also the suite's workload: started by the kubelet with
-// E2E_WORKLOAD set, it runs a small HTTP server instead of the tests.
+// The test binary is also the harness smoke test's workload: started by the
+// kubelet with E2E_WORKLOAD set, it runs a small HTTP server instead of the
+// tests.
 package e2e
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +28,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 	"github.com/kube-namesrv/kube-namesrv/internal/testing/cluster"
 	"github.com/kube-namesrv/kube-namesrv/internal/testing/pkubelet"
+	"github.com/kube-namesrv/kube-namesrv/internal/version"
 )
 
 const (
@@ -33,10 +41,19 @@ const (
 	httpdImage = "e2e/httpd"
 	// probeCap keeps ordered StatefulSet steps well under a second.
 	probeCap = 250 * time.Millisecond
+	// repoRoot is relative to the package directory, where `go test` and
+	// `make test-e2e` run the suite.
+	repoRoot = "../.."
 )
 
-// cl is the package's cluster.
-var cl *cluster.Cluster
+var (
+	// cl is the package's cluster.
+	cl *cluster.Cluster
+	// box is the private network namespace the suite runs in.
+	box *cluster.Box
+	// namesrvBin is the namesrv binary the NameServer pods run.
+	namesrvBin string
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(workloadEnv) == "httpd" {
@@ -46,13 +63,17 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	box, err := cluster.BoxFromEnv()
-	if err != nil {
+	var err error
+	if box, err = cluster.BoxFromEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	exe, err := os.Executable()
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if namesrvBin, err = builtBinary("namesrv"); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
@@ -63,8 +84,17 @@ func runSuite(m *testing.M) int {
 	c, err := cluster.Start(context.Background(), cluster.Options{
 		Box:     box,
 		WorkDir: os.Getenv("E2E_WORK_DIR"),
+		// Installed before the controller-manager starts, so that its
+		// garbage collector knows NameServerClusters from the beginning;
+		// installing the operator applies the same file again.
+		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases")},
 		Kubelet: pkubelet.Config{
-			Resolver:       pkubelet.Resolver{Images: map[string][]string{httpdImage: {exe}}},
+			// The operator's real pod template runs unchanged: its image
+			// and its "/namesrv" command map to the built binary.
+			Resolver: pkubelet.Resolver{
+				Images:   map[string][]string{httpdImage: {exe}, version.Image: {namesrvBin}},
+				Commands: map[string]string{"/namesrv": namesrvBin},
+			},
 			ExtraEnv:       extraEnv,
 			ProbePeriodCap: probeCap,
 		},
@@ -73,13 +103,37 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	release := c.StopOnSignal()
+	// The manager runs in this process, against the cluster: on a signal
+	// it must stop before the cluster does.
+	var (
+		mu           sync.Mutex
+		stopOperator = func() error { return nil }
+	)
+	release := c.StopOnSignal(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := stopOperator(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping the manager:", err)
+		}
+	})
 	cl = c
 	t := c.Timings
 	fmt.Printf("e2e: cluster started in %s (control plane %s, controller-manager %s, kubelet %s); work dir %s\n",
 		round(t.Start), round(t.ControlPlane), round(t.ControllerManager), round(t.Kubelet), c.WorkDir)
 
-	code := m.Run()
+	code := 1
+	if stop, err := installOperator(c); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: installing the operator:", err)
+	} else {
+		mu.Lock()
+		stopOperator = stop
+		mu.Unlock()
+		code = m.Run()
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping the manager:", err)
+			code = 1
+		}
+	}
 
 	release()
 	if code != 0 {
@@ -98,16 +152,40 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
-// extraEnv is the e2e-only environment: the workload selector, and the
-// address to bind, since every Pod shares the box's network namespace.
+// builtBinary finds a binary of `make build` in $E2E_BIN_DIR.
+func builtBinary(name string) (string, error) {
+	dir := os.Getenv("E2E_BIN_DIR")
+	if dir == "" {
+		return "", fmt.Errorf("E2E_BIN_DIR is not set; it names the directory holding the %s binary (`make test-e2e` sets it)", name)
+	}
+	p, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		return "", fmt.Errorf("locating %s: %w", name, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("%w (run `make build`)", err)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not executable", p)
+	}
+	return p, nil
+}
+
+// extraEnv is the e2e-only environment. Every Pod shares the box's network
+// namespace, so each process must bind its own Pod IP rather than all
+// interfaces; production manifests never set these variables.
 func extraEnv(_ *corev1.Pod, c *corev1.Container) []corev1.EnvVar {
-	if pkubelet.ImageRepository(c.Image) != httpdImage {
-		return nil
+	switch {
+	case pkubelet.ImageRepository(c.Image) == httpdImage:
+		return []corev1.EnvVar{
+			{Name: workloadEnv, Value: "httpd"},
+			{Name: httpdBindEnv, Value: "$(PKUBELET_POD_IP)"},
+		}
+	case c.Name == render.ContainerName && pkubelet.ImageRepository(c.Image) == version.Image:
+		return []corev1.EnvVar{{Name: "NAMESRV_BIND_ADDRESS", Value: "$(PKUBELET_POD_IP)"}}
 	}
-	return []corev1.EnvVar{
-		{Name: workloadEnv, Value: "httpd"},
-		{Name: httpdBindEnv, Value: "$(PKUBELET_POD_IP)"},
-	}
+	return nil
 }
 
 // liveChildren lists the processes (other than zombies) whose parent is this

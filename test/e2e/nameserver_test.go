@@ -1,0 +1,589 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+)
+
+const (
+	// topic is what the broker simulator serves and clients look up.
+	topic       = "E2ETopic"
+	topicQueues = 4
+	// brokerPeriod is the simulator's heartbeat: a real broker's is 30s,
+	// which would make every scenario wait that long.
+	brokerPeriod = time.Second
+	// remotingPort and httpPort are the CRD's defaults.
+	remotingPort = 9876
+	httpPort     = 8080
+)
+
+// nsc is one NameServerCluster under test, with the names its contract
+// promises: pods <name>-<i>, each published as
+// <name>-<i>.<name>-headless.<ns>.svc.cluster.local:9876 in the ConfigMap
+// <name>-namesrv-addr.
+type nsc struct {
+	ns, name string
+}
+
+func (c nsc) pod(i int) string { return fmt.Sprintf("%s-%d", c.name, i) }
+
+func (c nsc) peer(i int) string {
+	return fmt.Sprintf("%s.%s-headless.%s.svc.cluster.local:%d", c.pod(i), c.name, c.ns, remotingPort)
+}
+
+// peers are the addresses of ordinals 0..n-1, the list the operator must
+// publish once n peers are wanted and ready.
+func (c nsc) peers(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = c.peer(i)
+	}
+	return out
+}
+
+func (c nsc) addressConfigMap() string { return c.name + "-namesrv-addr" }
+
+func (c nsc) selector() string { return "app.kubernetes.io/instance=" + c.name }
+
+// clusterSpec is what the scenarios vary in a NameServerCluster manifest.
+type clusterSpec struct {
+	replicas int
+	drain    int
+	// config are namesrv properties (spec.config).
+	config map[string]string
+	// targets are namespaces that receive a copy of the address ConfigMap.
+	targets []string
+}
+
+// manifest renders the NameServerCluster as a user would write it.
+func (s clusterSpec) manifest(name string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: %s\nkind: NameServerCluster\nmetadata:\n  name: %s\nspec:\n  replicas: %d\n",
+		v1alpha1.GroupVersion.String(), name, s.replicas)
+	if len(s.config) > 0 {
+		b.WriteString("  config:\n")
+		for _, k := range sortedKeys(s.config) {
+			fmt.Fprintf(&b, "    %s: %q\n", k, s.config[k])
+		}
+	}
+	fmt.Fprintf(&b, "  publish:\n    drainSeconds: %d\n", s.drain)
+	if len(s.targets) > 0 {
+		b.WriteString("    targets:\n")
+		for _, ns := range s.targets {
+			fmt.Fprintf(&b, "    - namespace: %s\n", ns)
+		}
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// applyCluster creates a NameServerCluster in a new namespace with
+// `kubectl apply`, and waits until its n peers are ready and published.
+func applyCluster(ctx context.Context, t *testing.T, name string, spec clusterSpec) nsc {
+	t.Helper()
+	c := nsc{ns: createNamespace(ctx, t, "nsc-"), name: name}
+	manifest := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(manifest, []byte(spec.manifest(name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(ctx, t, "apply", "-n", c.ns, "-f", manifest)
+	waitPublished(ctx, t, c, spec.replicas)
+	return c
+}
+
+// waitPublished waits until exactly n peers run, all Ready, and the address
+// ConfigMap and the status list exactly those n.
+func waitPublished(ctx context.Context, t *testing.T, c nsc, n int) {
+	t.Helper()
+	want := strings.Join(c.peers(n), ";")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		pods, err := peerPods(ctx, c)
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, p := range pods {
+			if podReady(&p) && p.DeletionTimestamp == nil {
+				ready++
+			}
+		}
+		got, err := published(ctx, c)
+		if err != nil {
+			return false, err.Error()
+		}
+		st, err := clusterStatus(ctx, c)
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := len(pods) == n && ready == n && strings.Join(got, ";") == want &&
+			st.NamesrvAddr == want && int(st.ReadyReplicas) == n && int(st.PublishedReplicas) == n
+		return ok, fmt.Sprintf("%d pods (%d ready), published %q, status %+v; want %d ready and published", len(pods), ready, got, st, n)
+	})
+}
+
+// peerPods returns the cluster's pods by ordinal.
+func peerPods(ctx context.Context, c nsc) ([]corev1.Pod, error) {
+	l, err := cl.Clientset.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: c.selector()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of %s: %w", c.name, err)
+	}
+	slices.SortFunc(l.Items, func(a, b corev1.Pod) int { return ordinal(a.Name) - ordinal(b.Name) })
+	return l.Items, nil
+}
+
+func ordinal(pod string) int {
+	n, _ := strconv.Atoi(pod[strings.LastIndexByte(pod, '-')+1:])
+	return n
+}
+
+func getPeerPod(ctx context.Context, t *testing.T, c nsc, i int) corev1.Pod {
+	t.Helper()
+	p, err := cl.Clientset.CoreV1().Pods(c.ns).Get(ctx, c.pod(i), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *p
+}
+
+// clusterStatus reads the NameServerCluster's status.
+func clusterStatus(ctx context.Context, c nsc) (v1alpha1.NameServerClusterStatus, error) {
+	var out v1alpha1.NameServerCluster
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, &out); err != nil {
+		return out.Status, fmt.Errorf("reading NameServerCluster %s/%s: %w", c.ns, c.name, err)
+	}
+	return out.Status, nil
+}
+
+// addressData reads the address ConfigMap.
+func addressData(ctx context.Context, c nsc) (map[string]string, error) {
+	cm, err := cl.Clientset.CoreV1().ConfigMaps(c.ns).Get(ctx, c.addressConfigMap(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the address ConfigMap: %w", err)
+	}
+	return cm.Data, nil
+}
+
+// published is the namesrvAddr list of the address ConfigMap: what a broker
+// or client configured from it uses.
+func published(ctx context.Context, c nsc) ([]string, error) {
+	d, err := addressData(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return splitList(d[v1alpha1.NamesrvAddrKey]), nil
+}
+
+func splitList(s string) []string {
+	if s = strings.TrimSpace(s); s == "" {
+		return nil
+	}
+	return strings.Split(s, ";")
+}
+
+// resolve turns a published host:port into ip:port the way every process in
+// the box resolves names, from the box's hosts file, which the kubelet keeps
+// listing the per-pod DNS names. The file is read on every call: Go's own
+// resolver caches it for up to 5s, which would keep a moved pod's old
+// address, where a cluster's DNS follows at once.
+func resolve(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("published address %q: %w", addr, err)
+	}
+	b, err := os.ReadFile(box.HostsFile)
+	if err != nil {
+		return "", fmt.Errorf("reading the hosts file: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) > 1 && slices.Contains(f[1:], host) {
+			return net.JoinHostPort(f[0], port), nil
+		}
+	}
+	return "", fmt.Errorf("%s does not resolve", host)
+}
+
+// queryRoute asks one NameServer for the topic's route with
+// rocketmq-client-go, which caches routes per client: a new admin client per
+// query makes each call a real GET_ROUTEINFO_BY_TOPIC. It succeeds only when
+// the route holds the simulated broker's queues.
+func queryRoute(ctx context.Context, ipPort string) error {
+	return queryRouteFrom(ctx, []string{ipPort})
+}
+
+// queryRouteFrom is queryRoute for a client given a list of NameServers; it
+// asks one of them, and the next ones only if that one cannot be reached.
+func queryRouteFrom(ctx context.Context, ipPorts []string) error {
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(ipPorts)))
+	if err != nil {
+		return fmt.Errorf("rocketmq-client-go admin for %v: %w", ipPorts, err)
+	}
+	defer adm.Close()
+	mqs, err := adm.FetchPublishMessageQueues(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if len(mqs) != topicQueues {
+		return fmt.Errorf("route of %s from %v has %d publish queues, want %d", topic, ipPorts, len(mqs), topicQueues)
+	}
+	for _, q := range mqs {
+		if q.BrokerName != brokerName {
+			return fmt.Errorf("route of %s from %v names broker %q, want %q", topic, ipPorts, q.BrokerName, brokerName)
+		}
+	}
+	return nil
+}
+
+// isTopicNotExist tells a peer that answered without the route from one
+// that could not answer.
+func isTopicNotExist(err error) bool { return errors.Is(err, rmqerrors.ErrTopicNotExist) }
+
+// eventuallyRoutes waits until every address serves the route to
+// rocketmq-client-go.
+func eventuallyRoutes(ctx context.Context, t *testing.T, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		eventually(t, 10*time.Second, func() (bool, string) {
+			ip, err := resolve(a)
+			if err == nil {
+				err = queryRoute(ctx, ip)
+			}
+			return err == nil, fmt.Sprintf("route from %s: %v", a, err)
+		})
+	}
+}
+
+const brokerName = "broker-e2e"
+
+// broker is a broker simulator configured only from the address ConfigMap:
+// every round it reads namesrvAddr again (a broker with the ConfigMap
+// mounted re-reads it; one with envFrom would need a restart) and registers
+// with each listed NameServer. It records every successful registration,
+// which the route assertions need: a NameServer can serve a route only once
+// the broker registered with it.
+type broker struct {
+	sim *brokersim.Broker
+
+	mu   sync.Mutex
+	regs map[string][]time.Time // by published address: when registrations succeeded
+	// problems are published addresses that did not resolve.
+	problems []string
+	stop     func()
+}
+
+func startBroker(ctx context.Context, t *testing.T, c nsc) *broker {
+	t.Helper()
+	sim, err := brokersim.Start(brokersim.Config{
+		Cluster: "DefaultCluster", Name: brokerName, Generation: body.Broker5,
+		// A real broker also registers its default topic; a NameServer (Java
+		// 5.x and ours) refuses a first registration with a single topic.
+		Topics: []body.TopicConfig{brokersim.Topic(topic, topicQueues), brokersim.Topic("TBW102", 8)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &broker{sim: sim, regs: map[string][]time.Time{}}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(brokerPeriod)
+		defer tick.Stop()
+		for {
+			b.round(runCtx, c)
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	b.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			sim.Close()
+		})
+	}
+	t.Cleanup(b.stop)
+	return b
+}
+
+func (b *broker) round(ctx context.Context, c nsc) {
+	list, err := published(ctx, c)
+	if err != nil {
+		return
+	}
+	var targets, names []string
+	for _, a := range list {
+		ip, err := resolve(a)
+		if err != nil {
+			b.mu.Lock()
+			b.problems = append(b.problems, fmt.Sprintf("%s: %v", time.Now().Format(time.StampMilli), err))
+			b.mu.Unlock()
+			continue
+		}
+		targets, names = append(targets, ip), append(names, a)
+	}
+	rctx, cancel := context.WithTimeout(ctx, brokerPeriod)
+	defer cancel()
+	results := b.sim.Register(rctx, targets)
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, r := range results {
+		if r.Err == nil && r.Response != nil && r.Response.Code == 0 {
+			b.regs[names[i]] = append(b.regs[names[i]], now)
+		}
+	}
+}
+
+// registeredBefore tells whether a registration with addr succeeded before t.
+func (b *broker) registeredBefore(addr string, t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rs := b.regs[addr]
+	return len(rs) > 0 && rs[0].Before(t)
+}
+
+// registeredAfter tells whether a registration with addr succeeded after t.
+func (b *broker) registeredAfter(addr string, t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rs := b.regs[addr]
+	return len(rs) > 0 && rs[len(rs)-1].After(t)
+}
+
+func (b *broker) firstRegistration(addr string) (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rs := b.regs[addr]; len(rs) > 0 {
+		return rs[0], true
+	}
+	return time.Time{}, false
+}
+
+// waitRegistered waits until the broker has registered with every address
+// since t.
+func (b *broker) waitRegistered(t *testing.T, addrs []string, since time.Time) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() (bool, string) {
+		for _, a := range addrs {
+			if !b.registeredAfter(a, since) {
+				return false, fmt.Sprintf("the broker has not registered with %s since %s", a, since.Format(time.StampMilli))
+			}
+		}
+		return true, ""
+	})
+}
+
+func (b *broker) unresolved() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.problems)
+}
+
+// configMapVersion is one observed version of the address ConfigMap.
+type configMapVersion struct {
+	rv   string
+	data map[string]string
+	at   time.Time
+}
+
+// configMapRecorder keeps every version of one ConfigMap, in watch order.
+type configMapRecorder struct {
+	mu       sync.Mutex
+	versions []configMapVersion
+}
+
+func recordConfigMap(ctx context.Context, t *testing.T, ns, name string) *configMapRecorder {
+	t.Helper()
+	w, err := cl.Clientset.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &configMapRecorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+				r.mu.Lock()
+				r.versions = append(r.versions, configMapVersion{rv: cm.ResourceVersion, data: cm.Data, at: time.Now()})
+				r.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		<-done
+	})
+	return r
+}
+
+func (r *configMapRecorder) all() []configMapVersion {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.versions)
+}
+
+// revision is the etcd revision of a resourceVersion. With an etcd-backed
+// API server, revisions are one counter across every resource, so they
+// order writes to a ConfigMap and to a Pod, which the "published only after
+// Ready" and "list shrinks before pods go" assertions rely on.
+func revision(t *testing.T, resourceVersion string) int64 {
+	t.Helper()
+	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q is not an etcd revision", resourceVersion)
+	}
+	return rv
+}
+
+// routeObservation is one route query of a client loop.
+type routeObservation struct {
+	addr string
+	at   time.Time // when the query was sent
+	err  error
+	// registered tells whether the broker had registered with addr before
+	// the query was sent.
+	registered bool
+}
+
+// routeRound is one round of a client loop: the list it read, and one query
+// per listed peer.
+type routeRound struct {
+	at   time.Time
+	list []string
+	obs  []routeObservation
+}
+
+func (r routeRound) serving() int {
+	n := 0
+	for _, o := range r.obs {
+		if o.err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// watchRoutes runs a client that, every 100ms, reads the published list
+// from the address ConfigMap, resolves every name and asks each peer for the
+// route with rocketmq-client-go, until the returned function is called; it
+// returns every round.
+func watchRoutes(ctx context.Context, t *testing.T, c nsc, b *broker) (stop func() []routeRound) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	var rounds []routeRound
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			round := routeRound{at: time.Now()}
+			list, err := published(ctx, c)
+			if err == nil {
+				round.list = list
+				for _, a := range list {
+					o := routeObservation{addr: a, at: time.Now()}
+					o.registered = b.registeredBefore(a, o.at)
+					ip, err := resolve(a)
+					if err == nil {
+						err = queryRoute(ctx, ip)
+					}
+					o.err = err
+					round.obs = append(round.obs, o)
+				}
+				if ctx.Err() == nil {
+					rounds = append(rounds, round)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() []routeRound {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+		return rounds
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// peerProcess is what the kubelet reports of a peer's running container.
+type peerProcess struct {
+	uid      string
+	ip       string
+	pid      int
+	restarts int32
+}
+
+func processOf(t *testing.T, p corev1.Pod) peerProcess {
+	t.Helper()
+	if len(p.Status.ContainerStatuses) != 1 {
+		t.Fatalf("%s has %d container statuses, want 1", p.Name, len(p.Status.ContainerStatuses))
+	}
+	cs := p.Status.ContainerStatuses[0]
+	return peerProcess{uid: string(p.UID), ip: p.Status.PodIP, pid: containerPID(t, cs), restarts: cs.RestartCount}
+}
+
+// assertNamesrvProcess checks that a pid is a running process of the built
+// namesrv binary: a real NameServer, not a stand-in.
+func assertNamesrvProcess(t *testing.T, pid int) {
+	t.Helper()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	if exe != namesrvBin {
+		t.Fatalf("process %d runs %s, want %s", pid, exe, namesrvBin)
+	}
+}
