@@ -32,6 +32,11 @@ var flagSpecs = []flagSpec{
 	{long: "kv-config-path", arg: "FILE", prop: "kvConfigPath", usage: "file holding the KV table"},
 	{long: "config-store-path", arg: "FILE", prop: "configStorePath", usage: "file UPDATE_NAMESRV_CONFIG rewrites (default: the -c file, else ~/namesrv/namesrv.properties)"},
 	{long: "address-file", arg: "FILE", prop: "addressFile", usage: "file with the ';'-joined NameServer list served at /rocketmq/{subgroup}"},
+	{long: "tls-mode", arg: "MODE", prop: "tls.server.mode", usage: "TLS on the remoting port: disabled, permissive (TLS and plain) or enforcing"},
+	{long: "tls-cert", arg: "FILE", prop: "tls.server.certPath", usage: "PEM certificate chain for TLS; re-read when it changes"},
+	{long: "tls-key", arg: "FILE", prop: "tls.server.keyPath", usage: "PEM private key of that certificate; re-read when it changes"},
+	{long: "tls-trust-cert", arg: "FILE", prop: "tls.server.trustCertPath", usage: "PEM CA certificates that verify client certificates"},
+	{long: "tls-client-auth", arg: "MODE", prop: "tls.server.need.client.auth", usage: "client certificates: none, optional or require"},
 	{long: "log-format", arg: "text|json", usage: "log format (default text)"},
 	{long: "log-level", arg: "LEVEL", usage: "log level: debug, info, warn or error (default info)"},
 }
@@ -104,7 +109,8 @@ func (c *CommandLine) usage(out io.Writer) {
 	fmt.Fprintf(out, "  %-34s %s\n", "-h, --help", "print this help")
 	fmt.Fprintf(out, "\nPrecedence: flag > environment > config file > default.\n"+
 		"The config file accepts the property names of the Java NameServer (NamesrvConfig and\n"+
-		"NettyServerConfig, e.g. orderMessageEnable=true) plus frameMaxLength, httpPort and addressFile;\n"+
+		"NettyServerConfig, e.g. orderMessageEnable=true), the tls.server.* system properties, and the\n"+
+		"Go additions (frameMaxLength, httpPort, addressFile, connection limits and timeouts);\n"+
 		"run %s -p to list every property with its effective value.\n", c.fs.Name())
 }
 

@@ -184,6 +184,11 @@ func TestResolveEveryPropertyFlagAndEnv(t *testing.T) {
 		{"kv-config-path", "NAMESRV_KV_CONFIG_PATH", "kvConfigPath", "/kv/kvConfig.json"},
 		{"config-store-path", "NAMESRV_CONFIG_STORE_PATH", "configStorePath", "/cfg/namesrv.properties"},
 		{"address-file", "NAMESRV_ADDRESS_FILE", "addressFile", "/etc/namesrv/addresses"},
+		{"tls-mode", "NAMESRV_TLS_MODE", "tls.server.mode", "enforcing"},
+		{"tls-cert", "NAMESRV_TLS_CERT", "tls.server.certPath", "/etc/namesrv/tls/tls.crt"},
+		{"tls-key", "NAMESRV_TLS_KEY", "tls.server.keyPath", "/etc/namesrv/tls/tls.key"},
+		{"tls-trust-cert", "NAMESRV_TLS_TRUST_CERT", "tls.server.trustCertPath", "/etc/namesrv/tls/ca.crt"},
+		{"tls-client-auth", "NAMESRV_TLS_CLIENT_AUTH", "tls.server.need.client.auth", "require"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {
@@ -312,6 +317,7 @@ func TestUsage(t *testing.T) {
 			"-c, --config-file FILE", "-p, --print-config", "--bind-address ADDR", "--listen-port PORT",
 			"--http-port PORT", "--kv-config-path FILE", "--config-store-path FILE", "--address-file FILE",
 			"--log-format text|json", "--log-level LEVEL", "$NAMESRV_BIND_ADDRESS", "$NAMESRV_CONFIG_FILE",
+			"--tls-mode MODE", "--tls-cert FILE", "--tls-key FILE", "$NAMESRV_TLS_CERT", "tls.server.*",
 			"namesrv -p", "orderMessageEnable", "flag > environment > config file > default",
 		} {
 			if !strings.Contains(usage, want) {

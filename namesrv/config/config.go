@@ -26,7 +26,9 @@ import (
 //
 // Tags: prop is the property name, default its default (${user.home} and
 // ${ENV_VAR} are expanded), effect one of the Effect values, doc a one-line
-// description, min/max optional inclusive bounds for integers.
+// description, min/max optional inclusive bounds for integers, enum the
+// '|'-separated values a string may take (matched ignoring case and stored
+// as written in the tag).
 type Config struct {
 	// NamesrvConfig (protocol doc §4.2).
 
@@ -81,6 +83,25 @@ type Config struct {
 	HTTPPort            int    `prop:"httpPort" default:"8080" min:"0" max:"65535" effect:"restart" doc:"port of health, metrics and the address server /rocketmq/{subgroup}; 0 disables HTTP"`
 	AddressFile         string `prop:"addressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served at /rocketmq/{subgroup}; empty disables that path"`
 	MaxInflatedBodySize int    `prop:"maxInflatedBodySize" default:"33554432" min:"1" effect:"live" doc:"largest size a compressed REGISTER_BROKER body may inflate to, bytes (a 100,000-topic broker needs about 6 MiB); larger is refused as a zlib bomb"`
+
+	// Limits of the remoting server (Go additions): each one bounds what a
+	// slow, stuck or hostile client can hold.
+
+	MaxConnections            int `prop:"maxConnections" default:"10000" min:"0" effect:"restart" doc:"most remoting connections open at once; more are closed at accept; 0 means no limit"`
+	FrameReadTimeoutMillis    int `prop:"frameReadTimeoutMillis" default:"30000" min:"0" effect:"restart" doc:"time a frame may take to arrive once its first byte is in, milliseconds (slow senders are closed); 0 disables"`
+	WriteTimeoutMillis        int `prop:"writeTimeoutMillis" default:"30000" min:"0" effect:"restart" doc:"time one write of answers may block on a client that does not read, milliseconds; 0 disables"`
+	MaxInflightPerConnection  int `prop:"maxInflightPerConnection" default:"256" min:"1" effect:"restart" doc:"most answers a connection may have unwritten; at the bound the server writes them before reading further requests"`
+	TLSHandshakeTimeoutMillis int `prop:"tlsHandshakeTimeoutMillis" default:"10000" min:"1" effect:"restart" doc:"time a new connection has to send its first byte and finish a TLS handshake when TLS is possible, milliseconds"`
+
+	// TLS of the remoting port, under the names of the Java system
+	// properties (TlsSystemConfig); Java cannot change them over the wire
+	// and neither can UPDATE_NAMESRV_CONFIG here.
+
+	TLSServerMode           string `prop:"tls.server.mode" default:"permissive" enum:"disabled|permissive|enforcing" effect:"restart" doc:"disabled: plain only; permissive: TLS and plain on the same port, told apart by the first byte; enforcing: TLS only. Without a certificate, permissive is plain only"`
+	TLSServerCertPath       string `prop:"tls.server.certPath" default:"" effect:"restart" doc:"PEM certificate chain of the remoting port; re-read on the next handshake after the file changes"`
+	TLSServerKeyPath        string `prop:"tls.server.keyPath" default:"" effect:"restart" doc:"PEM private key (unencrypted PKCS#8, PKCS#1 or EC) of that certificate; re-read with it"`
+	TLSServerTrustCertPath  string `prop:"tls.server.trustCertPath" default:"" effect:"restart" doc:"PEM CA certificates that client certificates are verified against; required when tls.server.need.client.auth is not none"`
+	TLSServerNeedClientAuth string `prop:"tls.server.need.client.auth" default:"none" enum:"none|optional|require" effect:"restart" doc:"client certificates: none, optional (verified when given) or require"`
 }
 
 // Effect says when a change of a property reaches the running server. As in
@@ -118,6 +139,7 @@ type KeyInfo struct {
 	Doc     string
 	Min     *int64 // inclusive bounds of integer kinds, nil when unbounded
 	Max     *int64
+	Enum    []string // the values a string may take, nil when free
 }
 
 type entry struct {
@@ -173,6 +195,12 @@ func mustBuildRegistry() []entry {
 			e.Kind = KindLong
 		default:
 			panic(fmt.Sprintf("config: field %s: unsupported type %s", f.Name, f.Type))
+		}
+		if s, ok := f.Tag.Lookup("enum"); ok {
+			if e.Kind != KindString {
+				panic(fmt.Sprintf("config: field %s: enum tag on a %s", f.Name, e.Kind))
+			}
+			e.Enum = strings.Split(s, "|")
 		}
 		for tag, dst := range map[string]**int64{"min": &e.Min, "max": &e.Max} {
 			if s, ok := f.Tag.Lookup(tag); ok {
@@ -267,6 +295,13 @@ func (e *entry) set(c *Config, raw string) error {
 	s := javaTrim(raw)
 	switch e.Kind {
 	case KindString:
+		if e.Enum != nil {
+			i := slices.IndexFunc(e.Enum, func(allowed string) bool { return strings.EqualFold(allowed, s) })
+			if i < 0 {
+				return &ValueError{Key: e.Name, Value: raw, Err: fmt.Errorf("want one of %s", strings.Join(e.Enum, ", "))}
+			}
+			s = e.Enum[i]
+		}
 		v.SetString(s)
 	case KindBool:
 		switch {

@@ -58,6 +58,18 @@ var javaDefaults = map[string]string{
 	"httpPort":            "8080",
 	"addressFile":         "",
 	"maxInflatedBodySize": "33554432",
+
+	"maxConnections":            "10000",
+	"frameReadTimeoutMillis":    "30000",
+	"writeTimeoutMillis":        "30000",
+	"maxInflightPerConnection":  "256",
+	"tlsHandshakeTimeoutMillis": "10000",
+
+	"tls.server.mode":             "permissive",
+	"tls.server.certPath":         "",
+	"tls.server.keyPath":          "",
+	"tls.server.trustCertPath":    "",
+	"tls.server.need.client.auth": "none",
 }
 
 func setHome(t *testing.T) string {
@@ -189,6 +201,13 @@ func TestApplyRejectsInvalidValues(t *testing.T) {
 		{"orderMessageEnable", "1"},
 		{"orderMessageEnable", ""},
 		{"serverSocketSndBufSize", "-5"},
+		{"maxConnections", "-1"},
+		{"maxInflightPerConnection", "0"},
+		{"tlsHandshakeTimeoutMillis", "0"},
+		{"writeTimeoutMillis", "-1"},
+		{"tls.server.mode", "strict"},
+		{"tls.server.mode", ""},
+		{"tls.server.need.client.auth", "true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -206,6 +225,24 @@ func TestApplyRejectsInvalidValues(t *testing.T) {
 				t.Fatal("a rejected Apply changed the config")
 			}
 		})
+	}
+}
+
+func TestEnumValuesIgnoreCaseAndAreStoredAsDocumented(t *testing.T) {
+	c := Default()
+	if _, err := c.Apply(props("tls.server.mode", " Enforcing ", "tls.server.need.client.auth", "REQUIRE")); err != nil {
+		t.Fatal(err)
+	}
+	if c.TLSServerMode != "enforcing" || c.TLSServerNeedClientAuth != "require" {
+		t.Fatalf("mode %q client auth %q", c.TLSServerMode, c.TLSServerNeedClientAuth)
+	}
+	k, _ := LookupKey("tls.server.mode")
+	if !slices.Equal(k.Enum, []string{"disabled", "permissive", "enforcing"}) {
+		t.Fatalf("enum %q", k.Enum)
+	}
+	_, err := c.Apply(props("tls.server.mode", "on"))
+	if err == nil || !strings.Contains(err.Error(), "disabled, permissive, enforcing") {
+		t.Fatalf("error %v does not list the allowed values", err)
 	}
 }
 

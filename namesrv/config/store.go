@@ -21,9 +21,13 @@ var ErrParse = errors.New("string2Properties error")
 // black-listed key; its message is Java's remark for code NO_PERMISSION (16).
 var ErrBlackListed = errors.New("Can not update config in black list.") //nolint:staticcheck // Java's exact remark.
 
-// alwaysBlackListed are refused whatever configBlackList says (Java's
-// DefaultRequestProcessor adds them unconditionally).
-var alwaysBlackListed = []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
+// alwaysBlackListed are refused whatever configBlackList says: the first
+// four because Java's DefaultRequestProcessor adds them unconditionally, the
+// TLS keys because Java reads them from system properties, out of reach of
+// UPDATE_NAMESRV_CONFIG, and an unauthenticated request must not be able to
+// turn TLS off for the next restart.
+var alwaysBlackListed = []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome",
+	"tls.server.mode", "tls.server.certPath", "tls.server.keyPath", "tls.server.trustCertPath", "tls.server.need.client.auth"}
 
 // state is one immutable version of the live configuration.
 type state struct {

@@ -131,6 +131,11 @@ func TestUpdateBlackList(t *testing.T) {
 		"rocketmqHome=/tmp\norderMessageEnable=true",
 		"listenPort=1", // added through configBlackList below
 		"orderMessageEnable=true\nbindAddress=1.2.3.4",
+		"tls.server.mode=disabled",
+		"tls.server.certPath=/tmp/evil.crt",
+		"tls.server.keyPath=/tmp/evil.key",
+		"tls.server.trustCertPath=/tmp/evil-ca.crt",
+		"tls.server.need.client.auth=none",
 	}
 	for _, body := range tests {
 		t.Run(body, func(t *testing.T) {
