@@ -1,7 +1,7 @@
 // Package metrics exports the NameServer's Prometheus metrics: requests by
-// code and result with latency histograms, connections, and the sizes and
-// events of the route table and the KV store (the Java NameServer exports
-// none).
+// code and result with latency histograms, connections, hits of the
+// connection limits, the TLS certificate in use, and the sizes and events of
+// the route table and the KV store (the Java NameServer exports none).
 //
 // Per-request counting is on the route-query hot path, so every label
 // combination of a known request and response code is resolved once at
@@ -84,6 +84,8 @@ type Metrics struct {
 	connsOpen   prometheus.Gauge
 	connsClosed *prometheus.CounterVec
 	closed      map[remoting.CloseReason]prometheus.Counter
+	limitHits   *prometheus.CounterVec
+	limits      map[remoting.Limit]prometheus.Counter
 
 	collectors []prometheus.Collector
 }
@@ -92,6 +94,8 @@ type Metrics struct {
 type Sources struct {
 	Routes *route.Table
 	KV     *kvconfig.Store
+	// TLS is the certificate of the remoting port, nil without TLS.
+	TLS *remoting.CertFiles
 }
 
 // New builds the metrics; register them with Register.
@@ -114,14 +118,22 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "connections_closed_total", Help: "Remoting connections ended, by reason.",
 		}, []string{"reason"}),
 		closed: map[remoting.CloseReason]prometheus.Counter{},
+		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "limit_hits_total",
+			Help: "Connections that ran into a limit, by limit: max_connections refused at accept; frame_max_length, " +
+				"read_timeout, write_timeout and handshake_timeout closed; max_inflight made to wait until its answers were written.",
+		}, []string{"limit"}),
+		limits: map[remoting.Limit]prometheus.Counter{},
 	}
 	for code, name := range requestNames {
 		m.codes[code] = m.resolve(name, strconv.Itoa(int(code)))
 	}
 	m.unknownCode = m.resolve(other, other)
-	for _, r := range []remoting.CloseReason{remoting.ClosedByPeer, remoting.ClosedIdle, remoting.ClosedMalformed,
-		remoting.ClosedTooLarge, remoting.ClosedWriteError, remoting.ClosedByServer} {
+	for _, r := range remoting.CloseReasons {
 		m.closed[r] = m.connsClosed.WithLabelValues(string(r))
+	}
+	for _, l := range remoting.Limits {
+		m.limits[l] = m.limitHits.WithLabelValues(string(l))
 	}
 
 	stats := func(f func(route.Stats) float64) func() float64 {
@@ -134,7 +146,7 @@ func New(src Sources) *Metrics {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)
 	}
 	m.collectors = []prometheus.Collector{
-		m.requests, m.durations, m.connsOpen, m.connsClosed,
+		m.requests, m.durations, m.connsOpen, m.connsClosed, m.limitHits,
 		gauge("brokers_live", "Broker addresses in the live table.", stats(func(s route.Stats) float64 { return float64(s.LiveBrokers) })),
 		gauge("clusters", "Clusters with at least one broker group.", stats(func(s route.Stats) float64 { return float64(s.Clusters) })),
 		gauge("topics", "Topics with queue data.", stats(func(s route.Stats) float64 { return float64(s.Topics) })),
@@ -151,6 +163,16 @@ func New(src Sources) *Metrics {
 		m.collectors = append(m.collectors, counter("broker_evictions_total",
 			"Brokers removed from the live table, by reason.", prometheus.Labels{"reason": string(why)},
 			stats(func(s route.Stats) float64 { return float64(s.Evictions[why]) })))
+	}
+	if tc := src.TLS; tc != nil {
+		m.collectors = append(m.collectors,
+			gauge("tls_certificate_expiry_timestamp_seconds", "Expiry (NotAfter) of the TLS certificate in use, Unix seconds.",
+				func() float64 { return float64(tc.NotAfter().Unix()) }),
+			counter("tls_certificate_reloads_total", "New versions of the TLS certificate files, by result.",
+				prometheus.Labels{"result": "success"}, func() float64 { return float64(tc.Reloads()) }),
+			counter("tls_certificate_reloads_total", "New versions of the TLS certificate files, by result.",
+				prometheus.Labels{"result": "failure"}, func() float64 { return float64(tc.Failures()) }),
+		)
 	}
 	return m
 }
@@ -188,6 +210,13 @@ func (m *Metrics) ConnOpened() { m.connsOpen.Inc() }
 func (m *Metrics) ConnClosed(reason remoting.CloseReason) {
 	m.connsOpen.Dec()
 	if c, ok := m.closed[reason]; ok {
+		c.Inc()
+	}
+}
+
+// LimitHit implements remoting.Observer.
+func (m *Metrics) LimitHit(l remoting.Limit) {
+	if c, ok := m.limits[l]; ok {
 		c.Inc()
 	}
 }

@@ -1,6 +1,11 @@
 package remoting
 
 import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
 	"testing"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
@@ -52,6 +57,52 @@ func BenchmarkEncodeResponse(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				out = AppendResponse(out[:0], tt.t, 12345, &tt.r)
+			}
+		})
+	}
+}
+
+// nopHandler answers every request with an empty success.
+type nopHandler struct{}
+
+func (nopHandler) Serve(*Conn, *Command, *Response) {}
+func (nopHandler) Closed(*Conn)                     {}
+
+// BenchmarkServePipelined measures the server loop itself over loopback
+// TCP: batches of pipelined route-query-sized requests, answered in order.
+// Per request it must not allocate.
+func BenchmarkServePipelined(b *testing.B) {
+	for _, depth := range []int{1, 64} {
+		b.Run(fmt.Sprintf("depth-%d", depth), func(b *testing.B) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := NewServer(nopHandler{}, Config{})
+			go s.Serve(l)
+			defer s.Shutdown(context.Background())
+			nc, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			frame := benchHeaders["json-java"]
+			var batch []byte
+			for range depth {
+				batch = binary.BigEndian.AppendUint32(batch, uint32(len(frame)))
+				batch = append(batch, frame...)
+			}
+			answer := AppendResponse(nil, JSON, 12345, &Response{})
+			in := make([]byte, len(answer)*depth)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += depth {
+				if _, err := nc.Write(batch); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(nc, in); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

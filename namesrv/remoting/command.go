@@ -9,6 +9,13 @@
 // Decoding never allocates on the request path: a decoded Command's byte
 // slices alias the connection's read buffer (or the decoder's scratch space
 // for unescaped JSON strings) and are valid only until the handler returns.
+//
+// The server speaks plain TCP, TLS, or both on one port (the Java server's
+// tls.server.mode), with certificates re-read from files when they change
+// (CertFiles). Every connection is bounded: a frame limit, a deadline for a
+// frame that has begun, a write deadline, a cap on unwritten answers, a
+// handshake deadline and a maximum number of connections; each hit is
+// counted through the Observer and logged with the peer's address.
 package remoting
 
 import (

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
 )
 
 // echoHandler answers every request with its code as the remark; code 999
@@ -355,6 +357,29 @@ type countingObserver struct {
 	opened, closed, requests atomic.Int64
 	mu                       sync.Mutex
 	reasons                  []CloseReason
+	limits                   map[Limit]int
+}
+
+func (o *countingObserver) LimitHit(l Limit) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.limits == nil {
+		o.limits = map[Limit]int{}
+	}
+	o.limits[l]++
+}
+
+func (o *countingObserver) limit(l Limit) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.limits[l]
+}
+
+// reasonsSeen returns the close reasons so far.
+func (o *countingObserver) reasonsSeen() []CloseReason {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]CloseReason(nil), o.reasons...)
 }
 
 func (o *countingObserver) ConnOpened() { o.opened.Add(1) }
@@ -385,24 +410,30 @@ func TestObserverSeesConnectionsAndRequests(t *testing.T) {
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if obs.reasons[0] != ClosedTooLarge {
-		t.Fatalf("reason %q", obs.reasons[0])
+	if obs.reasons[0] != ClosedTooLarge || obs.limits[LimitFrameMaxLength] != 1 {
+		t.Fatalf("reason %q, limits %v", obs.reasons[0], obs.limits)
 	}
 }
 
-// FuzzConnStream feeds arbitrary byte streams to a live connection: the
-// server must answer or close, never panic or hang, and always tell the
-// handler the connection is gone.
+// FuzzConnStream feeds arbitrary byte streams to a live connection in each
+// TLS mode (mode%3), so the first-byte sniffing and the TLS handshake see
+// them too: the server must answer or close, never panic or hang, and
+// always tell the handler the connection is gone.
 func FuzzConnStream(f *testing.F) {
-	f.Add(request(JSON, 105, 1, 0, ""))
-	f.Add(append(request(RocketMQ, 105, 1, 0, "x"), request(JSON, 103, 2, protocol.FlagOneway, "y")...))
-	f.Add([]byte{0, 0, 0, 4, 0, 0, 0, 0})
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, stream []byte) {
+	for mode := range uint8(3) {
+		f.Add(mode, request(JSON, 105, 1, 0, ""))
+		f.Add(mode, append(request(RocketMQ, 105, 1, 0, "x"), request(JSON, 103, 2, protocol.FlagOneway, "y")...))
+		f.Add(mode, []byte{0, 0, 0, 4, 0, 0, 0, 0})
+		f.Add(mode, []byte{0xff, 0xff, 0xff, 0xff})
+		f.Add(mode, []byte{0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
+	}
+	cert := tlstest.NewCA(f, "fuzz").Server(f)
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+	f.Fuzz(func(t *testing.T, mode uint8, stream []byte) {
 		h := newEchoHandler()
 		close(h.release) // code 998 must not block here
 		h.started = make(chan struct{}, 1<<16)
-		s := NewServer(h, Config{FrameMaxLength: 4096, ReadBufferSize: 64})
+		s := NewServer(h, Config{FrameMaxLength: 4096, ReadBufferSize: 64, TLSMode: TLSMode(mode % 3), TLSConfig: tlsConfig})
 		client, server := net.Pipe()
 		if !s.track(server) {
 			t.Fatal("not tracked")
