@@ -1,12 +1,13 @@
 // Package namesrv assembles a RocketMQ NameServer: the route table, the KV
-// store and the live configuration behind a remoting server, the periodic
-// scan that expires silent brokers, and the HTTP side (health, metrics,
-// address server). cmd/namesrv runs one; tests and
-// the end-to-end suite start them in-process.
+// store and the live configuration behind a remoting server (plain, TLS or
+// both, with its connection limits), the periodic scan that expires silent
+// brokers, and the HTTP side (health, metrics, address server). cmd/namesrv
+// runs one; tests and the end-to-end suite start them in-process.
 package namesrv
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,7 +100,15 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("open kv config: %w", err)
 	}
 	s.kv = kv
-	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv})
+	tlsMode, certs, err := setupTLS(cfg, o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	var tlsConfig *tls.Config
+	if certs != nil {
+		tlsConfig = certs.Config()
+	}
+	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs})
 	if err := s.metrics.Register(s.registry); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
@@ -115,26 +124,80 @@ func New(o Options) (*Server, error) {
 		Started: s.started,
 	}), remoting.Config{
 		FrameMaxLength:      cfg.FrameMaxLength,
-		IdleTimeout:         idleTimeout(cfg.ServerChannelMaxIdleTimeSeconds),
+		IdleTimeout:         timeout(cfg.ServerChannelMaxIdleTimeSeconds, time.Second),
+		ReadTimeout:         timeout(cfg.FrameReadTimeoutMillis, time.Millisecond),
+		WriteTimeout:        timeout(cfg.WriteTimeoutMillis, time.Millisecond),
+		MaxConnections:      cfg.MaxConnections,
+		MaxInflight:         cfg.MaxInflightPerConnection,
 		SocketSendBuffer:    cfg.ServerSocketSndBufSize,
 		SocketReceiveBuffer: cfg.ServerSocketRcvBufSize,
+		TLSMode:             tlsMode,
+		TLSConfig:           tlsConfig,
+		HandshakeTimeout:    time.Duration(cfg.TLSHandshakeTimeoutMillis) * time.Millisecond,
 		Logger:              o.Logger.With("component", "remoting"),
 		Observer:            s.metrics,
 	})
 	return s, nil
 }
 
+// setupTLS reads the tls.server.* keys. Like Java, permissive is the
+// default; unlike Java, which then serves a self-signed certificate
+// (tls.test.mode.enable), a server without a certificate serves plain
+// only, and enforcing without one is a configuration error.
+func setupTLS(cfg *config.Config, log *slog.Logger) (remoting.TLSMode, *remoting.CertFiles, error) {
+	modes := map[string]remoting.TLSMode{
+		"disabled": remoting.TLSDisabled, "permissive": remoting.TLSPermissive, "enforcing": remoting.TLSEnforcing,
+	}
+	mode, ok := modes[cfg.TLSServerMode]
+	if !ok {
+		return 0, nil, fmt.Errorf("unknown tls.server.mode %q", cfg.TLSServerMode)
+	}
+	auths := map[string]tls.ClientAuthType{
+		"none": tls.NoClientCert, "optional": tls.VerifyClientCertIfGiven, "require": tls.RequireAndVerifyClientCert,
+	}
+	auth, ok := auths[cfg.TLSServerNeedClientAuth]
+	if !ok {
+		return 0, nil, fmt.Errorf("unknown tls.server.need.client.auth %q", cfg.TLSServerNeedClientAuth)
+	}
+	haveFiles := cfg.TLSServerCertPath != "" || cfg.TLSServerKeyPath != ""
+	switch {
+	case mode == remoting.TLSDisabled:
+		if haveFiles {
+			log.Warn("tls.server.mode=disabled: the configured TLS certificate is not used")
+		}
+		return mode, nil, nil
+	case !haveFiles && mode == remoting.TLSEnforcing:
+		return 0, nil, errors.New("tls.server.mode=enforcing needs tls.server.certPath and tls.server.keyPath")
+	case !haveFiles:
+		log.Info("no TLS certificate configured: serving plain connections only", "tls.server.mode", cfg.TLSServerMode)
+		return mode, nil, nil
+	}
+	certs, err := remoting.NewCertFiles(remoting.CertFilesOptions{
+		CertPath:     cfg.TLSServerCertPath,
+		KeyPath:      cfg.TLSServerKeyPath,
+		ClientCAPath: cfg.TLSServerTrustCertPath,
+		ClientAuth:   auth,
+		Logger:       log.With("component", "tls"),
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	log.Info("TLS on the remoting port", "tls.server.mode", cfg.TLSServerMode, "cert", cfg.TLSServerCertPath,
+		"clientAuth", cfg.TLSServerNeedClientAuth, "notAfter", certs.NotAfter())
+	return mode, certs, nil
+}
+
 func viewOptions(c *config.Config) route.ViewOptions {
 	return route.ViewOptions{OrderMessageEnable: c.OrderMessageEnable, SupportActingMaster: c.SupportActingMaster}
 }
 
-// idleTimeout maps serverChannelMaxIdleTimeSeconds to the server's setting;
-// 0 disables idle closing.
-func idleTimeout(seconds int) time.Duration {
-	if seconds <= 0 {
+// timeout maps a timeout key to the remoting server's setting, where a
+// negative duration disables what 0 disables in the key.
+func timeout(n int, unit time.Duration) time.Duration {
+	if n <= 0 {
 		return -1
 	}
-	return time.Duration(seconds) * time.Second
+	return time.Duration(n) * unit
 }
 
 // Routes is the route table, for tests and the metrics exporter.
