@@ -268,9 +268,19 @@ func (b *Broker) identity() []remoting.Pair {
 	}
 }
 
+// SetHeartbeatTimeout changes the heartbeatTimeoutMillis of the next 5.x
+// registrations (0 leaves it out: the NameServer then waits 120 s). A test
+// makes a broker that is about to go silent expire quickly this way.
+func (b *Broker) SetHeartbeatTimeout(millis int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cfg.HeartbeatTimeoutMillis = millis
+}
+
 func (b *Broker) registration() (*remotingclient.Request, error) {
 	b.mu.Lock()
 	rb := &body.RegisterBody{DataVersion: b.dv, Topics: slices.Clone(b.topics), FilterServers: []string{}}
+	heartbeatTimeout := b.cfg.HeartbeatTimeoutMillis
 	b.mu.Unlock()
 	data, err := body.EncodeRegisterBody(rb, b.cfg.Generation, b.cfg.Compressed)
 	if err != nil {
@@ -283,8 +293,8 @@ func (b *Broker) registration() (*remotingclient.Request, error) {
 	if b.cfg.Generation == body.Broker5 {
 		// 5.x brokers always say compressed=false, even for zlib bodies.
 		ext = append(ext, remoting.Pair{Key: "compressed", Value: "false"}, remoting.Pair{Key: "enableActingMaster", Value: "false"})
-		if b.cfg.HeartbeatTimeoutMillis > 0 {
-			ext = append(ext, remoting.Pair{Key: "heartbeatTimeoutMillis", Value: strconv.FormatInt(b.cfg.HeartbeatTimeoutMillis, 10)})
+		if heartbeatTimeout > 0 {
+			ext = append(ext, remoting.Pair{Key: "heartbeatTimeoutMillis", Value: strconv.FormatInt(heartbeatTimeout, 10)})
 		}
 	} else {
 		ext = append(ext, remoting.Pair{Key: "compressed", Value: strconv.FormatBool(b.cfg.Compressed)})
