@@ -80,11 +80,42 @@ verify-generated: manifests generate ## Fail when the committed generated files 
 ##@ Test
 
 .PHONY: test
-test: verify-generated check-fmt vet test-unit fuzz-short ## Run every test (the CI command).
+test: verify-generated check-fmt vet test-unit fuzz-short vulncheck ## Run every test (the CI command).
 
 .PHONY: test-unit
 test-unit: envtest-assets
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" $(GO) test -race -count=1 ./...
+
+# `make test` runs a short broker churn soak with the other NameServer tests
+# (namesrv/soak_test.go); this one runs it for minutes with more brokers.
+SOAK_DURATION ?= 3m
+SOAK_BROKERS ?= 400
+SOAK_FLAGS ?=
+
+.PHONY: test-soak
+test-soak: ## Churn hundreds of simulated brokers against a NameServer for SOAK_DURATION (not part of `make test`).
+	$(GO) test -race -count=1 -timeout 30m -run '^TestBrokerChurnSoak$$' -v ./namesrv/ \
+	  -soak.duration=$(SOAK_DURATION) -soak.brokers=$(SOAK_BROKERS) $(SOAK_FLAGS)
+
+# govulncheck reads its database from a directory built from the
+# golang.org/x/vulndb module (the OSV files under data/osv, indexed by that
+# module's own indexdb command), so it needs only the Go module proxy, not
+# the online database. The data is as new as VULNDB_VERSION: move it to a
+# newer pseudo-version of golang.org/x/vulndb to pick up newer reports.
+GOVULNCHECK_VERSION ?= v1.9.0
+VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
+GOVULNCHECK ?= $(LOCALBIN)/govulncheck
+INDEXDB ?= $(LOCALBIN)/indexdb
+VULNDB ?= $(LOCALBIN)/vulndb/$(VULNDB_VERSION)
+
+.PHONY: vulncheck
+vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json ## Report known vulnerabilities the code can reach (offline database).
+	$(GOVULNCHECK) -db file://$(VULNDB) ./...
+
+$(VULNDB)/index/db.json: | $(INDEXDB)
+	@osv="$$(cd / && $(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')/data/osv"; \
+	  test -d "$$osv" || { echo "golang.org/x/vulndb@$(VULNDB_VERSION) has no data/osv"; exit 1; }; \
+	  rm -rf $(VULNDB) && echo "indexing $$osv into $(VULNDB)" && $(INDEXDB) -vulns "$$osv" -out $(VULNDB)
 
 # The end-to-end suite runs a real control plane (etcd, kube-apiserver,
 # kube-controller-manager) and a process kubelet inside private namespaces
@@ -150,3 +181,9 @@ $(LOCALBIN):
 
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+$(GOVULNCHECK): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+$(INDEXDB): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
