@@ -483,13 +483,31 @@ func TestKilledPeerRestarts(t *testing.T) {
 
 // TestConfigChangeRollsPeers: a change of spec.config rolls the peers one at
 // a time, highest ordinal first, each new process runs the new config, and
-// a client reading the published list gets the route from at least one
-// listed peer at every moment of the roll.
+// a client reading the published list gets the route from all listed peers
+// but the one being rolled at every moment of the roll.
+//
+// A restarted NameServer is empty until the broker's next heartbeat, so a
+// roll that moves on as soon as a peer is Ready can stop the last peer that
+// still holds the route. With the operator's defaults it does: peers are
+// Ready in well under a second here (all three were restarted within 0.9s,
+// less than one 1s heartbeat), and in about one run in eight a client found
+// no listed peer serving the route for 200ms; with brokers' real 30s
+// heartbeat nearly every default roll would empty all peers for seconds. The cluster therefore sets the warm-up the
+// NameServer has for this (Java's needWaitForService): a restarted peer
+// refuses route queries and stays unready for waitSecondsForService, longer
+// than a heartbeat, which paces the roll.
 func TestConfigChangeRollsPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const key = "scanNotActiveBrokerInterval"
-	c := applyCluster(ctx, t, "roll", clusterSpec{replicas: 3, drain: 2, config: map[string]string{key: "5000"}})
+	const (
+		key    = "scanNotActiveBrokerInterval"
+		warmUp = 3 * brokerPeriod
+	)
+	c := applyCluster(ctx, t, "roll", clusterSpec{replicas: 3, drain: 2, config: map[string]string{
+		key:                     "5000",
+		"needWaitForService":    "true",
+		"waitSecondsForService": fmt.Sprint(int(warmUp.Seconds())),
+	}})
 	since := time.Now()
 	b := startBroker(ctx, t, c)
 	b.waitRegistered(t, c.peers(3), since)
@@ -519,7 +537,7 @@ func TestConfigChangeRollsPeers(t *testing.T) {
 	rounds := stopClient()
 
 	// Order, read off one watch: pod i begins terminating only after the
-	// new pod i+1 is Ready.
+	// new pod i+1 is Ready, which the warm-up delays.
 	terminating := func(i int) int {
 		return pods.first(mark, func(e podEvent) bool {
 			return e.pod.Name == c.pod(i) && string(e.pod.UID) == before[i].uid && e.pod.DeletionTimestamp != nil
@@ -531,34 +549,32 @@ func TestConfigChangeRollsPeers(t *testing.T) {
 		})
 	}
 	for i := 1; i >= 0; i-- {
-		if term, ready := terminating(i), newReady(i+1); term < 0 || ready < 0 || term < ready {
+		term, ready, prev := terminating(i), newReady(i+1), terminating(i+1)
+		if term < 0 || ready < 0 || prev < 0 || term < ready {
 			t.Errorf("%s began terminating (event %d) before the new %s was Ready (event %d)", c.pod(i), term, c.pod(i+1), ready)
+			continue
+		}
+		if gap := pods.seenAt(term).Sub(pods.seenAt(prev)); gap < warmUp {
+			t.Errorf("%s began terminating %v after %s; the warm-up is %v", c.pod(i), round(gap), c.pod(i+1), warmUp)
 		}
 	}
 
 	want := strings.Join(c.peers(3), ";")
-	minServing, single := 3, 0
+	minServing := 3
 	for _, r := range rounds {
 		if strings.Join(r.list, ";") != want {
 			t.Errorf("%s: the published list changed during the roll: %v", r.at.Format(time.StampMilli), r.list)
 		}
-		if n := r.serving(); n == 0 {
+		minServing = min(minServing, r.serving())
+		if r.serving() < 2 {
 			var errs []string
 			for _, o := range r.obs {
 				errs = append(errs, fmt.Sprintf("%s: %v", o.addr, o.err))
 			}
-			t.Errorf("%s: no listed peer served the route: %s", r.at.Format(time.StampMilli), strings.Join(errs, "; "))
-		} else {
-			minServing = min(minServing, n)
-		}
-		if r.serving() == 1 {
-			single++
+			t.Errorf("%s: %d of 3 listed peers served the route: %s", r.at.Format(time.StampMilli), r.serving(), strings.Join(errs, "; "))
 		}
 	}
-	// A round with one serving peer means the roll stopped a peer while
-	// the one before it, though Ready, still waited for the broker's next
-	// heartbeat: the roll outpaces re-registration.
-	t.Logf("client: %d rounds during the roll; fewest peers serving the route in a round: %d; rounds with a single one: %d", len(rounds), minServing, single)
+	t.Logf("client: %d rounds during the roll; fewest peers serving the route in a round: %d", len(rounds), minServing)
 	if len(rounds) < 5 {
 		t.Errorf("only %d client rounds during the roll", len(rounds))
 	}
