@@ -70,6 +70,10 @@ type NameServerClusterSpec struct {
 	// Config holds NameServer properties by their Java names (for example
 	// scanNotActiveBrokerInterval or orderMessageEnable). They are rendered
 	// into the namesrv.properties file the pods read; any change rolls the pods.
+	// Unless set here, needWaitForService=true and waitSecondsForService=45
+	// are rendered: a (re)started peer refuses route queries and stays
+	// unready until brokers have had a heartbeat (30 s) to register with it
+	// again, which also paces rolling updates.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="!('listenPort' in self)",message="config.listenPort is set by the operator: use spec.ports.remoting instead"
 	// +kubebuilder:validation:XValidation:rule="!('kvConfigPath' in self)",message="config.kvConfigPath is set by the operator: the KV store lives on the data volume, see spec.storage"

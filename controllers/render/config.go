@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,21 +13,33 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
 
-// Properties renders spec.config as a Java properties file, keys sorted so
-// that the same spec always gives the same bytes (and the same checksum).
+// DefaultProperties are rendered unless spec.config sets them. A peer that
+// (re)starts has no routes until every broker's next heartbeat (every 30 s
+// by default). With Java's needWaitForService it refuses route queries
+// meanwhile, so clients ask another peer instead of hearing that their topic
+// does not exist, and it stays unready, so a rolling update waits for it
+// before restarting the next peer; without that, a roll can leave every
+// peer empty at once. 45 s is Java's own default wait.
+var DefaultProperties = map[string]string{
+	"needWaitForService":    "true",
+	"waitSecondsForService": "45",
+}
+
+// Properties renders spec.config over DefaultProperties as a Java
+// properties file, keys sorted so that the same spec always gives the same
+// bytes (and the same checksum).
 func Properties(c *v1alpha1.NameServerCluster) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# NameServer properties of NameServerCluster %s/%s, rendered by kube-namesrv from spec.config.\n", c.Namespace, c.Name)
 	b.WriteString("# Edits here are overwritten: change spec.config instead. Ports and paths are command-line flags.\n")
-	keys := make([]string, 0, len(c.Spec.Config))
-	for k := range c.Spec.Config {
-		keys = append(keys, k)
+	props := maps.Clone(DefaultProperties)
+	for k, v := range c.Spec.Config {
+		props[k] = string(v)
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		b.WriteString(k)
 		b.WriteByte('=')
-		b.WriteString(escapePropertyValue(string(c.Spec.Config[k])))
+		b.WriteString(escapePropertyValue(props[k]))
 		b.WriteByte('\n')
 	}
 	return b.String()

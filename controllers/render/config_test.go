@@ -12,31 +12,37 @@ import (
 func TestProperties(t *testing.T) {
 	header := "# NameServer properties of NameServerCluster mq/ns1, rendered by kube-namesrv from spec.config.\n" +
 		"# Edits here are overwritten: change spec.config instead. Ports and paths are command-line flags.\n"
+	warmUp := "needWaitForService=true\nwaitSecondsForService=45\n"
 	tests := []struct {
 		name   string
 		config map[string]v1alpha1.ConfigValue
 		want   string
 	}{
-		{name: "empty config is only the header", want: header},
+		{name: "empty config is the header and the warm-up defaults", want: header + warmUp},
 		{
 			name:   "keys are sorted",
 			config: map[string]v1alpha1.ConfigValue{"scanNotActiveBrokerInterval": "5000", "orderMessageEnable": "true", "clusterTest": "false"},
-			want:   header + "clusterTest=false\norderMessageEnable=true\nscanNotActiveBrokerInterval=5000\n",
+			want:   header + "clusterTest=false\nneedWaitForService=true\norderMessageEnable=true\nscanNotActiveBrokerInterval=5000\nwaitSecondsForService=45\n",
+		},
+		{
+			name:   "spec.config overrides a default",
+			config: map[string]v1alpha1.ConfigValue{"needWaitForService": "false", "waitSecondsForService": "5"},
+			want:   header + "needWaitForService=false\nwaitSecondsForService=5\n",
 		},
 		{
 			name:   "control characters and backslashes are escaped",
 			config: map[string]v1alpha1.ConfigValue{"a": "x\ny\\z\tq\rw"},
-			want:   header + "a=x\\ny\\\\z\\tq\\rw\n",
+			want:   header + "a=x\\ny\\\\z\\tq\\rw\n" + warmUp,
 		},
 		{
 			name:   "a leading space is kept, inner spaces and separators are plain",
 			config: map[string]v1alpha1.ConfigValue{"a": " b c=d:e"},
-			want:   header + "a=\\ b c=d:e\n",
+			want:   header + "a=\\ b c=d:e\n" + warmUp,
 		},
 		{
 			name:   "non-ASCII becomes UTF-16 escapes",
 			config: map[string]v1alpha1.ConfigValue{"a": "é😀"},
-			want:   header + "a=\\u00E9\\uD83D\\uDE00\n",
+			want:   header + "a=\\u00E9\\uD83D\\uDE00\n" + warmUp,
 		},
 	}
 	for _, tt := range tests {
@@ -83,7 +89,7 @@ func TestConfigConfigMap(t *testing.T) {
 	if cm.Name != "ns1-config" || cm.Namespace != "mq" {
 		t.Errorf("name = %s/%s, want mq/ns1-config", cm.Namespace, cm.Name)
 	}
-	if len(cm.Data) != 1 || !strings.HasSuffix(cm.Data["namesrv.properties"], "\norderMessageEnable=true\n") {
+	if len(cm.Data) != 1 || !strings.Contains(cm.Data["namesrv.properties"], "\norderMessageEnable=true\n") {
 		t.Errorf("data = %q, want only namesrv.properties with the entry", cm.Data)
 	}
 	checkLabels(t, cm.Labels)

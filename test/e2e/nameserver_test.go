@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -82,16 +83,21 @@ type clusterSpec struct {
 	targets []string
 }
 
+// warmUpSeconds shortens the operator's default warm-up (needWaitForService
+// for 45 s, a real broker heartbeat and a half) to what the suite's
+// brokers, heartbeating every second, need.
+const warmUpSeconds = "1"
+
 // manifest renders the NameServerCluster as a user would write it.
 func (s clusterSpec) manifest(name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: NameServerCluster\nmetadata:\n  name: %s\nspec:\n  replicas: %d\n",
 		v1alpha1.GroupVersion.String(), name, s.replicas)
-	if len(s.config) > 0 {
-		b.WriteString("  config:\n")
-		for _, k := range sortedKeys(s.config) {
-			fmt.Fprintf(&b, "    %s: %q\n", k, s.config[k])
-		}
+	config := map[string]string{"waitSecondsForService": warmUpSeconds}
+	maps.Copy(config, s.config)
+	b.WriteString("  config:\n")
+	for _, k := range sortedKeys(config) {
+		fmt.Fprintf(&b, "    %s: %q\n", k, config[k])
 	}
 	fmt.Fprintf(&b, "  publish:\n    drainSeconds: %d\n", s.drain)
 	if len(s.targets) > 0 {

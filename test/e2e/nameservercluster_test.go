@@ -488,14 +488,15 @@ func TestKilledPeerRestarts(t *testing.T) {
 //
 // A restarted NameServer is empty until the broker's next heartbeat, so a
 // roll that moves on as soon as a peer is Ready can stop the last peer that
-// still holds the route. With the operator's defaults it does: peers are
-// Ready in well under a second here (all three were restarted within 0.9s,
-// less than one 1s heartbeat), and in about one run in eight a client found
-// no listed peer serving the route for 200ms; with brokers' real 30s
-// heartbeat nearly every default roll would empty all peers for seconds. The cluster therefore sets the warm-up the
-// NameServer has for this (Java's needWaitForService): a restarted peer
+// still holds the route. Before the operator rendered a warm-up by default
+// it did: peers were Ready in well under a second here (all three restarted
+// within 0.9 s, less than one 1 s heartbeat), and in about one run in eight
+// a client found no listed peer serving the route for 200 ms; with real
+// brokers' 30 s heartbeat nearly every roll would have emptied all peers.
+// The operator now renders Java's needWaitForService: a restarted peer
 // refuses route queries and stays unready for waitSecondsForService, longer
-// than a heartbeat, which paces the roll.
+// than a heartbeat, which paces the roll. This scenario keeps that default
+// and sets the wait to three of its brokers' heartbeats.
 func TestConfigChangeRollsPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -505,7 +506,6 @@ func TestConfigChangeRollsPeers(t *testing.T) {
 	)
 	c := applyCluster(ctx, t, "roll", clusterSpec{replicas: 3, drain: 2, config: map[string]string{
 		key:                     "5000",
-		"needWaitForService":    "true",
 		"waitSecondsForService": fmt.Sprint(int(warmUp.Seconds())),
 	}})
 	since := time.Now()
