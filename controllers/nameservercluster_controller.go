@@ -233,17 +233,22 @@ func (r *NameServerClusterReconciler) finalize(ctx context.Context, c *v1alpha1.
 // the address ConfigMap in other namespaces, and namespaces that targets
 // wait for are mapped back to their clusters by labels and names.
 func (r *NameServerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NameServerCluster{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster), builder.WithPredicates(peerChanged())).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(targetToCluster)).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToClusters), builder.WithPredicates(createdOnly())).
-		Named("nameservercluster").
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(targetToCluster))
+	// Namespaces are cluster-scoped: watching them needs a ClusterRole, which
+	// an operator restricted to some namespaces runs without. It needs no such
+	// watch either: it may publish only into those namespaces, which exist
+	// because its Roles live there.
+	if len(r.Namespaces) == 0 {
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToClusters), builder.WithPredicates(createdOnly()))
+	}
+	return b.Named("nameservercluster").Complete(r)
 }
 
 // podToCluster maps a peer pod to its cluster through the selector labels.
