@@ -18,6 +18,12 @@ LDFLAGS ?= -s -w -X github.com/kube-namesrv/kube-namesrv/internal/version.Versio
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 
+HELM_VERSION ?= v3.22.0
+HELM ?= $(LOCALBIN)/helm
+CHART ?= charts/kube-namesrv
+# Where `make image-binaries` puts the container image's two binaries.
+IMAGE_BIN_DIR ?= $(LOCALBIN)/image
+
 # Outside the clone so CI on the same machine reuses it; override for hermetic runs.
 ENVTEST_STORE ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/kubebuilder-envtest
 export ENVTEST_STORE
@@ -55,6 +61,11 @@ check-fmt: ## Fail when a Go file is not gofmt-clean.
 build: ## Build the namesrv and manager binaries into bin/.
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/ ./cmd/...
 
+# The Dockerfile runs the same script, so CI compiles exactly what the image ships.
+.PHONY: image-binaries
+image-binaries: ## Build the image's manager and namesrv (static) into IMAGE_BIN_DIR, as the Dockerfile does.
+	VERSION=$(VERSION) hack/build-binaries.sh $(IMAGE_BIN_DIR)
+
 .PHONY: run
 run: ## Run a NameServer on :9876 with defaults.
 	$(GO) run ./cmd/namesrv
@@ -77,14 +88,29 @@ verify-generated: manifests generate ## Fail when the committed generated files 
 	@git diff --exit-code -- api config && test -z "$$(git ls-files --others --exclude-standard -- api config)" || \
 	  { echo "generated files are stale or uncommitted: run 'make manifests generate' and commit the result"; git status --short -- api config; exit 1; }
 
+# Helm installs crds/ but never upgrades it, so the chart ships a verbatim
+# copy of the generated CRD and the README says how to upgrade it.
+.PHONY: chart-crds
+chart-crds: manifests ## Copy the generated CRDs into the Helm chart.
+	rm -f $(CHART)/crds/*.yaml
+	mkdir -p $(CHART)/crds
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+
+.PHONY: verify-chart-crds
+verify-chart-crds: chart-crds ## Fail when the chart's CRDs differ from the generated ones.
+	@git diff --exit-code -- $(CHART)/crds && test -z "$$(git ls-files --others --exclude-standard -- $(CHART)/crds)" || \
+	  { echo "$(CHART)/crds is stale or uncommitted: run 'make chart-crds' and commit the result"; git status --short -- $(CHART)/crds; exit 1; }
+
 ##@ Test
 
 .PHONY: test
-test: verify-generated check-fmt vet test-unit fuzz-short vulncheck ## Run every test (the CI command).
+test: verify-generated verify-chart-crds check-fmt vet test-unit fuzz-short vulncheck ## Run every test (the CI command).
 
 .PHONY: test-unit
-test-unit: envtest-assets
-	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" $(GO) test -race -count=1 ./...
+# test/install needs helm and the image binaries; it fails (never skips) without them.
+test-unit: envtest-assets helm image-binaries
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
+	  $(GO) test -race -count=1 ./...
 
 # `make test` runs a short broker churn soak with the other NameServer tests
 # (namesrv/soak_test.go); this one runs it for minutes with more brokers.
@@ -187,3 +213,17 @@ $(GOVULNCHECK): | $(LOCALBIN)
 
 $(INDEXDB): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
+
+# helm's own version and the Kubernetes version `helm template` and
+# `helm lint` assume are link-time variables; a plain `go install` reports
+# v3.22 and assumes Kubernetes 1.20. The minor comes from the envtest pin.
+HELM_K8S_MINOR ?= $(shell awk '{for(i=1;i<NF;i++) if($$i=="k8s.io/kubernetes"){split($$(i+1),v,"."); print v[2]; exit}}' hack/envtest/k8s/go.mod)
+HELM_LDFLAGS = -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM_K8S_MINOR))
+
+# Phony with a version check inside, so a stale bin/helm is replaced.
+.PHONY: helm
+helm: | $(LOCALBIN) ## Build helm $(HELM_VERSION) into bin/ from the Go module proxy when missing or another version.
+	@if [ "$$($(HELM) version --template '{{.Version}}' 2>/dev/null)" != "$(HELM_VERSION)" ]; then \
+	  echo "building helm $(HELM_VERSION) into $(HELM) (about a minute with an empty Go cache)"; \
+	  GOBIN=$(LOCALBIN) CGO_ENABLED=0 $(GO) install -trimpath -ldflags "$(HELM_LDFLAGS)" helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); fi
