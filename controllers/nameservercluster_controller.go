@@ -77,6 +77,8 @@ type NameServerClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// No access to Secrets: the kubelet mounts the spec.tls Secrets into the
+// pods; the operator only names them.
 
 // Reconcile brings one cluster's children and published list towards its spec.
 func (r *NameServerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

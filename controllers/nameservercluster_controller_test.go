@@ -451,18 +451,26 @@ var _ = Describe("NameServerCluster", func() {
 		Expect(addressData(Default, other, "one-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(other, "one", 1)))
 	})
 
-	It("renders pods that the restricted Pod Security Standard admits", func() {
+	It("renders pods that the restricted Pod Security Standard admits, with and without TLS", func() {
 		restricted := newNamespace(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 		newCluster(restricted, "pss")
-		sts := &appsv1.StatefulSet{}
-		Eventually(func() error { return k8sClient.Get(testCtx, key(restricted, "pss"), sts) }).Should(Succeed())
+		newCluster(restricted, "pss-tls", withTLS(v1alpha1.TLSSpec{
+			SecretName: "pss-tls", Mode: v1alpha1.TLSEnforcing, ClientAuth: v1alpha1.TLSClientAuthRequire,
+			ClientCA: &v1alpha1.SecretKey{SecretName: "clients-ca"},
+		}))
+		var pod *corev1.Pod
+		for _, name := range []string{"pss", "pss-tls"} {
+			sts := &appsv1.StatefulSet{}
+			Eventually(func() error { return k8sClient.Get(testCtx, key(restricted, name), sts) }).Should(Succeed())
 
-		By("a pod made from the StatefulSet's template is admitted")
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: restricted, Name: "pss-0", Labels: sts.Spec.Template.Labels},
-			Spec:       sts.Spec.Template.Spec,
+			By("a pod made from the StatefulSet's template of " + name + " is admitted")
+			pod = &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: restricted, Name: name + "-0", Labels: sts.Spec.Template.Labels},
+				Spec:       sts.Spec.Template.Spec,
+			}
+			Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
 		}
-		Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
+		Expect(pod.Spec.Volumes).To(ContainElements(HaveField("Name", "tls"), HaveField("Name", "tls-client-ca")))
 
 		By("and the namespace does enforce the standard")
 		bad := pod.DeepCopy()
@@ -471,6 +479,57 @@ var _ = Describe("NameServerCluster", func() {
 		err := k8sClient.Create(testCtx, bad)
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
 		Expect(err.Error()).To(ContainSubstring("restricted"))
+	})
+
+	It("serves TLS from whole Secret volumes and never rolls the pods for a renewed certificate", func() {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sec-tls"},
+			Type:       corev1.SecretTypeTLS,
+			Data:       map[string][]byte{"tls.crt": []byte("cert 1"), "tls.key": []byte("key 1")},
+		}
+		Expect(k8sClient.Create(testCtx, secret)).To(Succeed())
+		newCluster(ns, "sec", withTLS(v1alpha1.TLSSpec{
+			SecretName: "sec-tls", Mode: v1alpha1.TLSEnforcing, ClientAuth: v1alpha1.TLSClientAuthRequire,
+			ClientCA: &v1alpha1.SecretKey{SecretName: "clients-ca", Key: "bundle.pem"},
+		}))
+		sts := &appsv1.StatefulSet{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(testCtx, key(ns, "sec"), sts)).To(Succeed())
+			g.Expect(sts.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--tls-mode=enforcing"))
+		}).Should(Succeed())
+		ctr := sts.Spec.Template.Spec.Containers[0]
+		Expect(ctr.Args).To(ContainElements("--tls-cert=/etc/namesrv-tls/tls.crt", "--tls-key=/etc/namesrv-tls/tls.key",
+			"--tls-client-auth=require", "--tls-trust-cert=/etc/namesrv-tls-client-ca/bundle.pem"))
+		Expect(ctr.VolumeMounts).To(ContainElements(
+			corev1.VolumeMount{Name: "tls", MountPath: "/etc/namesrv-tls", ReadOnly: true},
+			corev1.VolumeMount{Name: "tls-client-ca", MountPath: "/etc/namesrv-tls-client-ca", ReadOnly: true}))
+		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElements(
+			And(HaveField("Name", "tls"), HaveField("Secret.SecretName", "sec-tls"), HaveField("Secret.Items", BeEmpty())),
+			And(HaveField("Name", "tls-client-ca"), HaveField("Secret.SecretName", "clients-ca"), HaveField("Secret.Items", BeEmpty()))))
+
+		By("a renewed certificate changes nothing the operator writes")
+		generation := sts.Generation
+		secret.Data = map[string][]byte{"tls.crt": []byte("cert 2"), "tls.key": []byte("key 2")}
+		Expect(k8sClient.Update(testCtx, secret)).To(Succeed())
+		updateCluster(ns, "sec", func(c *v1alpha1.NameServerCluster) { c.Annotations = map[string]string{"poke": "1"} })
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "sec")
+			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(testCtx, key(ns, "sec"), sts)).To(Succeed())
+			g.Expect(sts.Generation).To(Equal(generation))
+		}).Should(Succeed())
+
+		By("turning TLS off removes its flags and volumes")
+		updateCluster(ns, "sec", func(c *v1alpha1.NameServerCluster) { c.Spec.TLS = nil })
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(testCtx, key(ns, "sec"), sts)).To(Succeed())
+			p := sts.Spec.Template.Spec
+			g.Expect(p.Containers[0].Args).NotTo(ContainElement(HavePrefix("--tls")))
+			g.Expect(p.Containers[0].VolumeMounts).NotTo(ContainElement(HaveField("MountPath", HavePrefix("/etc/namesrv-tls"))))
+			g.Expect(p.Volumes).NotTo(ContainElement(HaveField("Secret", Not(BeNil()))))
+		}).Should(Succeed())
 	})
 })
 
@@ -549,6 +608,26 @@ var _ = Describe("NameServerCluster validation", func() {
 		}, "Duplicate value"),
 		Entry("a negative drain", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.DrainSeconds = ptr.To[int32](-1) },
 			"spec.publish.drainSeconds: Invalid value: -1"),
+		Entry("TLS keys in config, which would bypass spec.tls", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"tls.server.mode": "enforcing"}
+		}, "config tls.server.* keys are set by the operator: use spec.tls instead"),
+		Entry("TLS without a Secret", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.TLS = &v1alpha1.TLSSpec{} },
+			"spec.tls.secretName in body should be at least 1 chars long"),
+		Entry("a TLS Secret name that names no Secret", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "My_Secret"}
+		}, "spec.tls.secretName in body should match"),
+		Entry("an unknown TLS mode", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", Mode: "Disabled"}
+		}, `spec.tls.mode: Unsupported value: "Disabled": supported values: "Permissive", "Enforcing"`),
+		Entry("an unknown client authentication", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", ClientAuth: "Always"}
+		}, `spec.tls.clientAuth: Unsupported value: "Always": supported values: "None", "Optional", "Require"`),
+		Entry("a client CA that would verify nothing", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", ClientCA: &v1alpha1.SecretKey{SecretName: "ca"}}
+		}, "tls.clientCA verifies client certificates: set tls.clientAuth to Optional or Require, or remove tls.clientCA"),
+		Entry("a client CA key no Secret can hold", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", ClientAuth: v1alpha1.TLSClientAuthRequire, ClientCA: &v1alpha1.SecretKey{Key: "ca/crt"}}
+		}, "spec.tls.clientCA.key in body should match"),
 	)
 
 	It("fills in the defaults", func() {
@@ -560,6 +639,13 @@ var _ = Describe("NameServerCluster validation", func() {
 		Expect(c.Spec.Service.Type).To(Equal(corev1.ServiceTypeClusterIP))
 		Expect(c.Spec.Publish.DrainSeconds).To(HaveValue(BeEquivalentTo(180)))
 		Expect(c.Spec.Image).To(BeEmpty())
+	})
+
+	It("fills in the TLS defaults: permissive, no client certificates, ca.crt as the client CA key", func() {
+		c := newCluster(ns, "tls-defaults", withTLS(v1alpha1.TLSSpec{SecretName: "s"}))
+		Expect(*c.Spec.TLS).To(Equal(v1alpha1.TLSSpec{SecretName: "s", Mode: v1alpha1.TLSPermissive, ClientAuth: v1alpha1.TLSClientAuthNone}))
+		c = newCluster(ns, "tls-ca", withTLS(v1alpha1.TLSSpec{SecretName: "s", ClientAuth: v1alpha1.TLSClientAuthOptional, ClientCA: &v1alpha1.SecretKey{}}))
+		Expect(c.Spec.TLS.ClientCA).To(HaveValue(Equal(v1alpha1.SecretKey{Key: "ca.crt"})))
 	})
 
 	It("refuses a storage change after creation", func() {

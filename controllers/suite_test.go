@@ -191,6 +191,10 @@ func withDrain(seconds int32) func(*v1alpha1.NameServerCluster) {
 	return func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.DrainSeconds = ptr.To(seconds) }
 }
 
+func withTLS(t v1alpha1.TLSSpec) func(*v1alpha1.NameServerCluster) {
+	return func(c *v1alpha1.NameServerCluster) { c.Spec.TLS = &t }
+}
+
 func key(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 // getCluster reads a cluster, failing the enclosing Eventually on error.

@@ -79,6 +79,7 @@ type NameServerClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('kvConfigPath' in self)",message="config.kvConfigPath is set by the operator: the KV store lives on the data volume, see spec.storage"
 	// +kubebuilder:validation:XValidation:rule="!('configStorePath' in self)",message="config.configStorePath is set by the operator: the stored config lives on the data volume, see spec.storage"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_.-]{0,127}$'))",message="config keys must be Java property names: a letter, then up to 127 letters, digits, '.', '_' or '-'"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k.startsWith('tls.server.'))",message="config tls.server.* keys are set by the operator: use spec.tls instead"
 	// +optional
 	Config map[string]ConfigValue `json:"config,omitempty"`
 
@@ -156,6 +157,94 @@ type NameServerClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Publish PublishSpec `json:"publish,omitempty"`
+
+	// TLS serves TLS on the remoting port with the certificate of a Secret.
+	// The Secrets are mounted whole, so the kubelet refreshes their files
+	// and a renewed certificate is served on the next connection without
+	// restarting any pod. The operator never reads them (it has no access
+	// to Secrets): a missing Secret or key keeps the pods from starting, and
+	// their events say why. Without tls the remoting port is plain only;
+	// the HTTP port (probes, metrics, address server) is plain either way.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// TLSMode says which connections the remoting port accepts once it has a
+// certificate.
+// +kubebuilder:validation:Enum=Permissive;Enforcing
+type TLSMode string
+
+const (
+	// TLSPermissive serves TLS and plain connections on the same port, so
+	// brokers and clients can move to TLS one at a time.
+	TLSPermissive TLSMode = "Permissive"
+	// TLSEnforcing serves TLS connections only.
+	TLSEnforcing TLSMode = "Enforcing"
+)
+
+// TLSClientAuth says whether TLS clients must present a certificate.
+// +kubebuilder:validation:Enum=None;Optional;Require
+type TLSClientAuth string
+
+const (
+	// TLSClientAuthNone asks no client certificate.
+	TLSClientAuthNone TLSClientAuth = "None"
+	// TLSClientAuthOptional verifies a client certificate when one is sent.
+	TLSClientAuthOptional TLSClientAuth = "Optional"
+	// TLSClientAuthRequire refuses TLS clients without a valid certificate.
+	TLSClientAuthRequire TLSClientAuth = "Require"
+)
+
+// TLSSpec configures TLS on the remoting port.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.clientCA) || (has(self.clientAuth) && self.clientAuth != 'None')",message="tls.clientCA verifies client certificates: set tls.clientAuth to Optional or Require, or remove tls.clientCA"
+type TLSSpec struct {
+	// SecretName of a kubernetes.io/tls Secret in the cluster's namespace:
+	// tls.crt (the certificate chain, PEM) and tls.key (its unencrypted
+	// private key, PEM).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+
+	// Mode: Permissive serves TLS and plain connections on the remoting
+	// port (told apart by their first byte), Enforcing serves TLS only.
+	// RocketMQ brokers and clients connect in plain unless configured for
+	// TLS, so start with Permissive and enforce once they all use TLS.
+	// Changing it rolls the pods.
+	// +kubebuilder:default=Permissive
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
+
+	// ClientAuth: None asks no client certificate; Optional verifies one
+	// when it is sent; Require refuses TLS clients without a valid one.
+	// Client certificates are verified against clientCA.
+	// +kubebuilder:default=None
+	// +optional
+	ClientAuth TLSClientAuth `json:"clientAuth,omitempty"`
+
+	// ClientCA holds the CA certificates that verify client certificates.
+	// Defaults to the key ca.crt of secretName (where cert-manager puts
+	// the issuing CA).
+	// +optional
+	ClientCA *SecretKey `json:"clientCA,omitempty"`
+}
+
+// SecretKey names one key of a Secret in the cluster's namespace.
+type SecretKey struct {
+	// SecretName of the Secret; defaults to spec.tls.secretName.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// Key of the PEM file in that Secret.
+	// +kubebuilder:default=ca.crt
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // ConfigValue is one NameServer property value; it is written escaped, so any

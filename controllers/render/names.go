@@ -38,17 +38,25 @@ const (
 	ConfigDir          = "/etc/namesrv"
 	ConfigKey          = "namesrv.properties"
 	AddressDir         = "/etc/namesrv-addr"
+	TLSDir             = "/etc/namesrv-tls"
+	ClientCADir        = "/etc/namesrv-tls-client-ca"
 	DataDir            = "/var/lib/namesrv"
 	TmpDir             = "/tmp"
 	DataVolume         = "data"
 	ConfigVolume       = "config"
 	AddressVolume      = "namesrv-addr"
 	TmpVolume          = "tmp"
+	TLSVolume          = "tls"
+	ClientCAVolume     = "tls-client-ca"
 	RemotingPortName   = "remoting"
 	HTTPPortName       = "http"
 	NonRootID          = 65532
 	TerminationSeconds = 30
 )
+
+// DefaultClientCAKey is the key of spec.tls.clientCA when unset: where
+// cert-manager puts the issuing CA in a kubernetes.io/tls Secret.
+const DefaultClientCAKey = "ca.crt"
 
 // Options are the operator-wide settings the render functions need.
 type Options struct {

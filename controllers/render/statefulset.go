@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,7 @@ import (
 // and paths are flags, which override the properties file, so the file
 // carries only what the user configured.
 func Args(c *v1alpha1.NameServerCluster) []string {
-	return []string{
+	args := []string{
 		"-c", ConfigDir + "/" + ConfigKey,
 		fmt.Sprintf("--listen-port=%d", c.Spec.Ports.Remoting),
 		fmt.Sprintf("--http-port=%d", c.Spec.Ports.HTTP),
@@ -28,6 +29,58 @@ func Args(c *v1alpha1.NameServerCluster) []string {
 		"--config-store-path=" + DataDir + "/namesrv.properties",
 		"--address-file=" + AddressDir + "/" + v1alpha1.NamesrvAddrKey,
 	}
+	// Without spec.tls no TLS flag is rendered: namesrv's default without
+	// a certificate is plain only, and an operator upgrade must not change
+	// the pod template of clusters that do not use TLS, which would roll them.
+	t := c.Spec.TLS
+	if t == nil {
+		return args
+	}
+	args = append(args,
+		"--tls-mode="+strings.ToLower(string(t.Mode)),
+		"--tls-cert="+TLSDir+"/"+corev1.TLSCertKey,
+		"--tls-key="+TLSDir+"/"+corev1.TLSPrivateKeyKey,
+	)
+	if clientAuth(t) {
+		args = append(args,
+			"--tls-client-auth="+strings.ToLower(string(t.ClientAuth)),
+			"--tls-trust-cert="+clientCAPath(t),
+		)
+	}
+	return args
+}
+
+func clientAuth(t *v1alpha1.TLSSpec) bool {
+	return t.ClientAuth != "" && t.ClientAuth != v1alpha1.TLSClientAuthNone
+}
+
+// clientCA is the Secret and key holding the CA that verifies client
+// certificates: by default ca.crt of the server certificate's Secret.
+func clientCA(t *v1alpha1.TLSSpec) (secret, key string) {
+	secret, key = t.SecretName, DefaultClientCAKey
+	if t.ClientCA != nil {
+		if t.ClientCA.SecretName != "" {
+			secret = t.ClientCA.SecretName
+		}
+		if t.ClientCA.Key != "" {
+			key = t.ClientCA.Key
+		}
+	}
+	return secret, key
+}
+
+// separateClientCA tells whether the client CA needs a volume of its own.
+func separateClientCA(t *v1alpha1.TLSSpec) bool {
+	secret, _ := clientCA(t)
+	return clientAuth(t) && secret != t.SecretName
+}
+
+func clientCAPath(t *v1alpha1.TLSSpec) string {
+	_, key := clientCA(t)
+	if separateClientCA(t) {
+		return ClientCADir + "/" + key
+	}
+	return TLSDir + "/" + key
 }
 
 // DefaultPodSecurityContext passes the restricted Pod Security Standard.
@@ -116,6 +169,9 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplat
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	// The TLS Secrets are not in the checksum: namesrv re-reads renewed
+	// certificates itself, and rolling every peer at each renewal would
+	// only cost availability.
 	annotations[AnnotationConfigChecksum] = ConfigChecksum(c)
 
 	container, err := namesrvContainer(c, o)
@@ -191,6 +247,14 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.Conta
 			corev1ac.VolumeMount().WithName(DataVolume).WithMountPath(DataDir),
 			corev1ac.VolumeMount().WithName(TmpVolume).WithMountPath(TmpDir),
 		)
+	// Whole volumes, never subPath: the kubelet does not refresh a subPath
+	// mount, so a renewed certificate would never reach namesrv.
+	if t := c.Spec.TLS; t != nil {
+		ctr.WithVolumeMounts(corev1ac.VolumeMount().WithName(TLSVolume).WithMountPath(TLSDir).WithReadOnly(true))
+		if separateClientCA(t) {
+			ctr.WithVolumeMounts(corev1ac.VolumeMount().WithName(ClientCAVolume).WithMountPath(ClientCADir).WithReadOnly(true))
+		}
+	}
 	if c.Spec.ImagePullPolicy != "" {
 		ctr.WithImagePullPolicy(c.Spec.ImagePullPolicy)
 	}
@@ -230,6 +294,15 @@ func volumes(c *v1alpha1.NameServerCluster) []*corev1ac.VolumeApplyConfiguration
 	}
 	if volumeClaimTemplate(c) == nil {
 		vols = append(vols, corev1ac.Volume().WithName(DataVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	}
+	if t := c.Spec.TLS; t != nil {
+		vols = append(vols, corev1ac.Volume().WithName(TLSVolume).
+			WithSecret(corev1ac.SecretVolumeSource().WithSecretName(t.SecretName)))
+		if separateClientCA(t) {
+			secret, _ := clientCA(t)
+			vols = append(vols, corev1ac.Volume().WithName(ClientCAVolume).
+				WithSecret(corev1ac.SecretVolumeSource().WithSecretName(secret)))
+		}
 	}
 	return vols
 }

@@ -258,3 +258,86 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 		})
 	}
 }
+
+func TestStatefulSetTLS(t *testing.T) {
+	base := Args(cluster())
+	tests := []struct {
+		name string
+		tls  v1alpha1.TLSSpec
+		// args follow the ones every pod gets.
+		args []string
+		// secrets are the Secret volumes by volume name.
+		secrets map[string]string
+		mounts  []corev1.VolumeMount
+	}{
+		{
+			name:    "a server certificate, permissive",
+			tls:     v1alpha1.TLSSpec{SecretName: "ns1-tls", Mode: v1alpha1.TLSPermissive, ClientAuth: v1alpha1.TLSClientAuthNone},
+			args:    []string{"--tls-mode=permissive", "--tls-cert=/etc/namesrv-tls/tls.crt", "--tls-key=/etc/namesrv-tls/tls.key"},
+			secrets: map[string]string{"tls": "ns1-tls"},
+			mounts:  []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/namesrv-tls", ReadOnly: true}},
+		},
+		{
+			name: "enforcing, client certificates required, verified by ca.crt of the same Secret",
+			tls:  v1alpha1.TLSSpec{SecretName: "ns1-tls", Mode: v1alpha1.TLSEnforcing, ClientAuth: v1alpha1.TLSClientAuthRequire},
+			args: []string{"--tls-mode=enforcing", "--tls-cert=/etc/namesrv-tls/tls.crt", "--tls-key=/etc/namesrv-tls/tls.key",
+				"--tls-client-auth=require", "--tls-trust-cert=/etc/namesrv-tls/ca.crt"},
+			secrets: map[string]string{"tls": "ns1-tls"},
+			mounts:  []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/namesrv-tls", ReadOnly: true}},
+		},
+		{
+			name: "optional client certificates, another key of the same Secret",
+			tls: v1alpha1.TLSSpec{SecretName: "ns1-tls", Mode: v1alpha1.TLSPermissive, ClientAuth: v1alpha1.TLSClientAuthOptional,
+				ClientCA: &v1alpha1.SecretKey{SecretName: "ns1-tls", Key: "clients.pem"}},
+			args: []string{"--tls-mode=permissive", "--tls-cert=/etc/namesrv-tls/tls.crt", "--tls-key=/etc/namesrv-tls/tls.key",
+				"--tls-client-auth=optional", "--tls-trust-cert=/etc/namesrv-tls/clients.pem"},
+			secrets: map[string]string{"tls": "ns1-tls"},
+			mounts:  []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/namesrv-tls", ReadOnly: true}},
+		},
+		{
+			name: "client CA in a Secret of its own",
+			tls: v1alpha1.TLSSpec{SecretName: "ns1-tls", Mode: v1alpha1.TLSEnforcing, ClientAuth: v1alpha1.TLSClientAuthRequire,
+				ClientCA: &v1alpha1.SecretKey{SecretName: "clients-ca", Key: "ca.crt"}},
+			args: []string{"--tls-mode=enforcing", "--tls-cert=/etc/namesrv-tls/tls.crt", "--tls-key=/etc/namesrv-tls/tls.key",
+				"--tls-client-auth=require", "--tls-trust-cert=/etc/namesrv-tls-client-ca/ca.crt"},
+			secrets: map[string]string{"tls": "ns1-tls", "tls-client-ca": "clients-ca"},
+			mounts: []corev1.VolumeMount{
+				{Name: "tls", MountPath: "/etc/namesrv-tls", ReadOnly: true},
+				{Name: "tls-client-ca", MountPath: "/etc/namesrv-tls-client-ca", ReadOnly: true},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.TLS = &tt.tls })
+			sts := renderStatefulSet(t, c, 3)
+			pod := sts.Spec.Template.Spec
+			ctr := pod.Containers[0]
+			if want := append(slices.Clone(base), tt.args...); !slices.Equal(ctr.Args, want) {
+				t.Errorf("args = %v\nwant %v", ctr.Args, want)
+			}
+			secrets := map[string]string{}
+			for _, v := range pod.Volumes {
+				if s := v.Secret; s != nil {
+					if s.Items != nil || s.Optional != nil || s.DefaultMode != nil {
+						t.Errorf("secret volume %s = %+v, want the whole Secret, required, default modes", v.Name, s)
+					}
+					secrets[v.Name] = s.SecretName
+				}
+			}
+			if !maps.Equal(secrets, tt.secrets) {
+				t.Errorf("secret volumes = %v, want %v", secrets, tt.secrets)
+			}
+			// The pod's own mounts come first; a TLS mount with a subPath
+			// would never see a renewed certificate.
+			if got := ctr.VolumeMounts[4:]; !equality.Semantic.DeepEqual(got, tt.mounts) {
+				t.Errorf("TLS mounts = %+v, want %+v", got, tt.mounts)
+			}
+			// A renewed certificate must not roll the pods: nothing about
+			// the Secrets reaches the pod template's annotations.
+			if a := sts.Spec.Template.Annotations; len(a) != 1 || a[AnnotationConfigChecksum] != ConfigChecksum(cluster()) {
+				t.Errorf("pod annotations = %v, want only the checksum of the config without TLS", a)
+			}
+		})
+	}
+}
