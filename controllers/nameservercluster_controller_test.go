@@ -531,6 +531,74 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(p.Volumes).NotTo(ContainElement(HaveField("Secret", Not(BeNil()))))
 		}).Should(Succeed())
 	})
+
+	It("leaves nothing for the garbage collector to race with when deleted in the middle of a drain", func() {
+		target := newNamespace(nil)
+		newCluster(ns, "doomed", withDrain(3), func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: target}}
+		})
+		readyPods(ns, "doomed", 0, 1, 2)
+		settleStatefulSet(ns, "doomed")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, target, "doomed-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "doomed", 3)))
+		}).Should(Succeed())
+		updateCluster(ns, "doomed", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](1) })
+		Eventually(func(g Gomega) {
+			g.Expect(getCluster(g, ns, "doomed").Status.DrainStartTime).NotTo(BeNil())
+			g.Expect(addressData(g, ns, "doomed-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "doomed", 1)))
+		}).Should(Succeed())
+		Expect(statefulSetReplicas(Default, ns, "doomed")).To(BeEquivalentTo(3))
+
+		children := []client.Object{
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-headless"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-config"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr"}},
+			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
+		}
+		By("every child in the cluster's namespace is one the garbage collector deletes with it")
+		c := getCluster(Default, ns, "doomed")
+		for _, o := range children {
+			Expect(k8sClient.Get(testCtx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+			Expect(o.GetOwnerReferences()).To(ConsistOf(And(
+				HaveField("UID", c.UID), HaveField("Controller", HaveValue(BeTrue())), HaveField("BlockOwnerDeletion", HaveValue(BeTrue())))),
+				"%T %s", o, o.GetName())
+		}
+
+		By("a foreground delete, as `kubectl delete --cascade=foreground` sends, keeps the cluster while its children go")
+		Expect(k8sClient.Delete(testCtx, c, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(target, "doomed-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue())
+			c := getCluster(g, ns, "doomed")
+			g.Expect(c.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(c.Finalizers).To(Equal([]string{metav1.FinalizerDeleteDependents}))
+		}).Should(Succeed())
+
+		By("playing the garbage collector: the children and pods go, and nothing comes back, not even when the drain ends")
+		for _, o := range children {
+			Expect(k8sClient.Delete(testCtx, o)).To(Succeed())
+		}
+		for i := range 3 {
+			Expect(k8sClient.Delete(testCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("doomed-%d", i)}})).To(Succeed())
+		}
+		Consistently(func(g Gomega) {
+			for _, o := range append(children, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "doomed-namesrv-addr"}}) {
+				err := k8sClient.Get(testCtx, client.ObjectKeyFromObject(o), o)
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s/%s recreated while its cluster is being deleted", o, o.GetNamespace(), o.GetName())
+			}
+		}, 5*time.Second).Should(Succeed())
+
+		By("and the cluster goes once the collector releases it")
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "doomed")
+			c.Finalizers = nil
+			g.Expect(k8sClient.Update(testCtx, c)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "doomed"), &v1alpha1.NameServerCluster{}))
+		}).Should(BeTrue())
+	})
 })
 
 var _ = Describe("NameServerCluster validation", func() {
