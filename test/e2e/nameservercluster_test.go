@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -635,13 +636,9 @@ func TestDeleteRemovesEverything(t *testing.T) {
 		}
 		return cm.Data[v1alpha1.NamesrvAddrKey] == strings.Join(c.peers(3), ";"), fmt.Sprintf("copy in %s: %v", target, cm.Data)
 	})
-	pods, err := peerPods(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, p := range pods {
-		pids = append(pids, processOf(t, p).pid)
+	pids := namesrvProcesses(t, c.ns)
+	if len(pids) != 3 {
+		t.Fatalf("NameServer processes of the cluster before the delete: %v, want 3", pids)
 	}
 	dyn, err := dynamic.NewForConfig(cl.Config)
 	if err != nil {
@@ -652,12 +649,83 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	}
 
 	kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--wait=true", "--timeout=30s")
+	assertAllGone(ctx, t, dyn, c, pids, c.ns, target)
+}
+
+// TestDeleteWhileScaling: a NameServerCluster deleted in the middle of a
+// scale-down, while removed peers drain, or of a scale-up, while new peers
+// start and are not yet published, leaves no object and no NameServer
+// process behind. The garbage collector deletes the children; the operator
+// must not recreate any of them once the delete has begun, nor keep a copy
+// of the list in another namespace.
+func TestDeleteWhileScaling(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("down", func(t *testing.T) {
+		target := createNamespace(ctx, t, "brokers-")
+		// A drain far longer than the test: the removed peers still run
+		// when the cluster goes.
+		c := applyCluster(ctx, t, "down", clusterSpec{replicas: 3, drain: 600, targets: []string{target}})
+		kubectl(ctx, t, "scale", "-n", c.ns, "nameservercluster/"+c.name, "--replicas=1")
+		eventually(t, 10*time.Second, func() (bool, string) {
+			got, err := published(ctx, c)
+			if err != nil {
+				return false, err.Error()
+			}
+			st, err := clusterStatus(ctx, c)
+			return err == nil && slices.Equal(got, c.peers(1)) && st.DrainStartTime != nil,
+				fmt.Sprintf("published %v, drain started %v (%v)", got, st.DrainStartTime, err)
+		})
+		pids := namesrvProcesses(t, c.ns)
+		if len(pids) != 3 {
+			t.Fatalf("NameServer processes while draining: %v, want the kept one and the two draining", pids)
+		}
+		// Foreground: the cluster stays, being deleted, until the garbage
+		// collector has deleted its children, so a reconcile that recreated
+		// one would keep it forever.
+		kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--cascade=foreground", "--wait=true", "--timeout=30s")
+		assertAllGone(ctx, t, dyn, c, pids, c.ns, target)
+	})
+
+	t.Run("up", func(t *testing.T) {
+		// New peers stay unready for their warm-up, which is when the
+		// cluster is deleted.
+		c := applyCluster(ctx, t, "up", clusterSpec{replicas: 2, drain: 2, config: map[string]string{"waitSecondsForService": "3"}})
+		kubectl(ctx, t, "scale", "-n", c.ns, "nameservercluster/"+c.name, "--replicas=4")
+		var pids []int
+		eventually(t, 10*time.Second, func() (bool, string) {
+			pids = namesrvProcesses(t, c.ns)
+			return len(pids) == 4, fmt.Sprintf("NameServer processes %v, want 4", pids)
+		})
+		if got, err := published(ctx, c); err != nil || !slices.Equal(got, c.peers(2)) {
+			t.Fatalf("published %v (%v) when the new peers started; want the first two only, the scale-up in progress", got, err)
+		}
+		// Background, kubectl's default: the cluster goes at once and the
+		// garbage collector deletes its children afterwards.
+		kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--wait=true", "--timeout=30s")
+		assertAllGone(ctx, t, dyn, c, pids, c.ns)
+	})
+}
+
+// assertAllGone waits until no object of the cluster is left in the given
+// namespaces, then checks that none of its NameServer processes runs and
+// that its per-pod names no longer resolve.
+func assertAllGone(ctx context.Context, t *testing.T, dyn dynamic.Interface, c nsc, pids []int, namespaces ...string) {
+	t.Helper()
 	eventually(t, 30*time.Second, func() (bool, string) {
-		left := objectsOf(ctx, t, dyn, c, c.ns, target)
+		left := objectsOf(ctx, t, dyn, c, namespaces...)
 		return len(left) == 0, fmt.Sprintf("objects left: %v", left)
 	})
 	for _, pid := range pids {
 		assertGone(t, pid)
+	}
+	if left := namesrvProcesses(t, c.ns); len(left) > 0 {
+		t.Errorf("NameServer processes of %s still running: %v", c.ns, left)
 	}
 	hosts, err := os.ReadFile(box.HostsFile)
 	if err != nil {
@@ -666,6 +734,37 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	if suffix := fmt.Sprintf(".%s-headless.%s.svc", c.name, c.ns); strings.Contains(string(hosts), suffix) {
 		t.Errorf("the hosts file still lists the cluster's names:\n%s", hosts)
 	}
+}
+
+// namesrvProcesses lists the running processes of the namesrv binary that
+// the kubelet started for pods of a namespace, which it runs in per-pod
+// directories named <namespace>_<pod>_<uid>. Unlike the pids in pod
+// statuses, this also finds processes of pods already deleted from the API.
+func namesrvProcesses(t *testing.T, ns string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || exe != namesrvBin {
+			continue
+		}
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(filepath.Base(cwd), ns+"_") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // objectsOf lists every object, of every namespaced kind the API server
