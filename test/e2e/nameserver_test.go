@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
@@ -81,6 +82,7 @@ type clusterSpec struct {
 	config map[string]string
 	// targets are namespaces that receive a copy of the address ConfigMap.
 	targets []string
+	tls     *v1alpha1.TLSSpec
 }
 
 // warmUpSeconds shortens the operator's default warm-up (needWaitForService
@@ -89,7 +91,7 @@ type clusterSpec struct {
 const warmUpSeconds = "1"
 
 // manifest renders the NameServerCluster as a user would write it.
-func (s clusterSpec) manifest(name string) string {
+func (s clusterSpec) manifest(name string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: %s\nkind: NameServerCluster\nmetadata:\n  name: %s\nspec:\n  replicas: %d\n",
 		v1alpha1.GroupVersion.String(), name, s.replicas)
@@ -106,7 +108,18 @@ func (s clusterSpec) manifest(name string) string {
 			fmt.Fprintf(&b, "    - namespace: %s\n", ns)
 		}
 	}
-	return b.String()
+	if s.tls != nil {
+		y, err := yaml.Marshal(s.tls)
+		if err != nil {
+			return "", fmt.Errorf("spec.tls: %w", err)
+		}
+		b.WriteString("  tls:\n")
+		for _, line := range strings.SplitAfter(strings.TrimSpace(string(y)), "\n") {
+			b.WriteString("    " + line)
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), nil
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -122,9 +135,20 @@ func sortedKeys(m map[string]string) []string {
 // `kubectl apply`, and waits until its n peers are ready and published.
 func applyCluster(ctx context.Context, t *testing.T, name string, spec clusterSpec) nsc {
 	t.Helper()
-	c := nsc{ns: createNamespace(ctx, t, "nsc-"), name: name}
+	return applyClusterIn(ctx, t, createNamespace(ctx, t, "nsc-"), name, spec)
+}
+
+// applyClusterIn is applyCluster in an existing namespace, for clusters that
+// need objects there first.
+func applyClusterIn(ctx context.Context, t *testing.T, ns, name string, spec clusterSpec) nsc {
+	t.Helper()
+	c := nsc{ns: ns, name: name}
+	text, err := spec.manifest(name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	manifest := filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(manifest, []byte(spec.manifest(name)), 0o644); err != nil {
+	if err := os.WriteFile(manifest, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	kubectl(ctx, t, "apply", "-n", c.ns, "-f", manifest)
