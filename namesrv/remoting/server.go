@@ -197,6 +197,12 @@ type Server struct {
 	shutdown atomic.Bool
 	nextID   atomic.Uint64
 
+	// largeFrames recycles the buffers of frames too big for a
+	// connection's read buffer (full broker registrations, up to 16 MiB,
+	// every 30 s per broker): connections share them instead of each
+	// allocating, zeroing and dropping one per registration.
+	largeFrames sync.Pool
+
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*Conn]struct{}
@@ -657,9 +663,9 @@ func (l *connLoop) run() CloseReason {
 		if buffered {
 			l.br.Discard(4 + total)
 		} else {
-			// Large bodies (full broker registrations) arrive every 30 s
-			// per broker; keep no frame buffer pinned between them.
+			big := l.big
 			l.big = nil
+			s.largeFrames.Put(&big)
 		}
 		if l.unwritten >= s.cfg.MaxInflight {
 			s.obs.LimitHit(LimitMaxInflight)
@@ -758,7 +764,9 @@ func (l *connLoop) readFrame(total int) (frame []byte, buffered bool, reason Clo
 		return b[4:], true, "", true
 	}
 	l.br.Discard(4)
-	if cap(l.big) < total {
+	if p, ok := l.c.srv.largeFrames.Get().(*[]byte); ok && cap(*p) >= total {
+		l.big = *p
+	} else {
 		l.big = make([]byte, total)
 	}
 	buf := l.big[:total]
