@@ -325,6 +325,7 @@ func checkEveryValue(t *testing.T, objs []*unstructured.Unstructured) {
 	sameAs(t, "nameserver.podAnnotations", s.PodAnnotations, valueAs[map[string]string](t, values, "nameserver", "podAnnotations"))
 	sameAs(t, "nameserver.podSecurityContext", s.PodSecurityContext, valueAs[*corev1.PodSecurityContext](t, values, "nameserver", "podSecurityContext"))
 	sameAs(t, "nameserver.securityContext", s.ContainerSecurityContext, valueAs[*corev1.SecurityContext](t, values, "nameserver", "securityContext"))
+	sameAs(t, "nameserver.tls", s.TLS, valueAs[*v1alpha1.TLSSpec](t, values, "nameserver", "tls"))
 	sameAs(t, "nameserver.publish.targets", s.Publish.Targets, valueAs[[]v1alpha1.PublishTarget](t, values, "nameserver", "publish", "targets"))
 	if s.Storage == nil || s.Storage.VolumeClaimTemplate == nil ||
 		ptr.Deref(s.Storage.VolumeClaimTemplate.Spec.StorageClassName, "") != "fast-ssd" ||
@@ -442,6 +443,9 @@ func TestValuesRejected(t *testing.T) {
 		{"property that is not a Java name", []string{`nameserver.config={"1st":"x"}`}, []string{schemaFailure, "at '/nameserver/config': additional properties '1st' not allowed"}},
 		{"pod label the operator selects with", []string{`nameserver.podLabels={"app.kubernetes.io/instance":"x"}`},
 			[]string{schemaFailure, "at '/nameserver/podLabels/app.kubernetes.io~1instance'"}},
+		{"TLS without a Secret", []string{`nameserver.tls={"mode":"Enforcing"}`}, []string{schemaFailure, "at '/nameserver/tls'", "missing property 'secretName'"}},
+		{"unknown TLS mode", []string{`nameserver.tls={"secretName":"tls","mode":"Strict"}`},
+			[]string{schemaFailure, "at '/nameserver/tls/mode': value must be one of 'Permissive', 'Enforcing'"}},
 		{"PDB percentage above 100", []string{`nameserver.podDisruptionBudget={"maxUnavailable":"150%"}`}, []string{schemaFailure, "at '/nameserver/podDisruptionBudget/maxUnavailable'"}},
 		{"bad Service type", []string{`nameserver.service={"type":"External"}`}, []string{schemaFailure, "at '/nameserver/service/type': value must be one of 'ClusterIP', 'NodePort', 'LoadBalancer'"}},
 		// Rules across values, from templates/_validate.tpl.
