@@ -3,7 +3,7 @@
 #   docker build --build-arg VERSION=v0.1.0 -t kube-namesrv/kube-namesrv:v0.1.0 .
 # VERSION has no default here: the manager deploys <its image>:VERSION as the
 # NameServer image, so it must match the tag being built.
-FROM golang:1.26 AS build
+FROM golang:1.26.10 AS build
 ARG VERSION
 WORKDIR /src
 # Modules first, so a source change reuses the downloaded modules.

@@ -12,6 +12,11 @@ IMG ?= kube-namesrv/kube-namesrv:$(VERSION)
 
 LOCALBIN ?= $(shell pwd)/bin
 GO ?= go
+# Build and test with the patched Go release go.mod names (its toolchain
+# line), fetched from the Go module proxy when the machine has an older one:
+# govulncheck holds the code to the standard library's security fixes.
+GOTOOLCHAIN := $(shell awk '$$1 == "toolchain" {print $$2}' go.mod)
+export GOTOOLCHAIN
 GOFLAGS_BUILD ?= -trimpath
 LDFLAGS ?= -s -w -X github.com/kube-namesrv/kube-namesrv/internal/version.Version=$(VERSION)
 
@@ -104,7 +109,7 @@ verify-chart-crds: chart-crds ## Fail when the chart's CRDs differ from the gene
 ##@ Test
 
 .PHONY: test
-test: verify-generated verify-chart-crds check-fmt vet test-unit fuzz-short vulncheck ## Run every test (the CI command).
+test: verify-generated verify-chart-crds check-fmt vet test-unit fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
 
 .PHONY: test-unit
 # test/install needs helm and the image binaries; it fails (never skips) without them.
@@ -154,7 +159,7 @@ E2E_TIMEOUT ?= 10m
 E2E_FLAGS ?=
 
 .PHONY: test-e2e
-test-e2e: $(E2E_PREREQUISITES) ## Run the end-to-end suite in a cluster in a box (not part of `make test`).
+test-e2e: $(E2E_PREREQUISITES) ## Run only the end-to-end suite, in a cluster in a box.
 	$(GO) test -c -tags e2e -o $(LOCALBIN)/e2e.test ./test/e2e
 	assets="$$(hack/envtest-binaries.sh)" && cd test/e2e && KUBEBUILDER_ASSETS="$$assets" E2E_BIN_DIR=$(LOCALBIN) \
 	  $(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
