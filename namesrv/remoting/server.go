@@ -167,7 +167,7 @@ const (
 	defaultWriteTimeout     = 30 * time.Second
 	defaultHandshakeTimeout = 10 * time.Second
 	defaultMaxInflight      = 256
-	defaultReadBufferSize   = 64 << 10
+	defaultReadBufferSize   = 16 << 10
 	// flushThreshold caps how many answer bytes accumulate before a write,
 	// so a client pipelining thousands of requests gets answers streamed.
 	flushThreshold = 64 << 10
