@@ -13,9 +13,10 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 )
 
-// startServer runs a NameServer on a loopback port with a private KV file;
-// tweak adjusts the configuration first.
-func startServer(t testing.TB, tweak func(*config.Config)) *namesrv.Server {
+// testConfig is a configuration for a NameServer on a loopback port with
+// private files; tweak adjusts it. The second result is a listener for the
+// HTTP side on a free loopback port.
+func testConfig(t testing.TB, tweak func(*config.Config)) (*config.Config, net.Listener) {
 	t.Helper()
 	cfg := config.Default()
 	dir := t.TempDir()
@@ -30,6 +31,14 @@ func startServer(t testing.TB, tweak func(*config.Config)) *namesrv.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, hl
+}
+
+// startServer runs a NameServer on a loopback port with a private KV file;
+// tweak adjusts the configuration first.
+func startServer(t testing.TB, tweak func(*config.Config)) *namesrv.Server {
+	t.Helper()
+	cfg, hl := testConfig(t, tweak)
 	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
 	if err != nil {
 		t.Fatal(err)

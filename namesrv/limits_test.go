@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -76,19 +75,7 @@ func (r *runningServer) stop() {
 // the test may call itself.
 func startLogged(t *testing.T, tweak func(*config.Config)) *runningServer {
 	t.Helper()
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.BindAddress = "127.0.0.1"
-	cfg.ListenPort = 0
-	cfg.KVConfigPath = filepath.Join(dir, "kvConfig.json")
-	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
-	if tweak != nil {
-		tweak(cfg)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hl := testConfig(t, tweak)
 	logs := &logLines{}
 	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
