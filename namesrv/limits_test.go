@@ -6,10 +6,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,39 +23,10 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 )
 
-// logLines collects a server's log output.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// find returns the lines containing every one of substrs.
-func (l *logLines) find(substrs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		ok := line != ""
-		for _, s := range substrs {
-			ok = ok && strings.Contains(line, s)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // runningServer is a NameServer a test can stop before its end.
 type runningServer struct {
 	*namesrv.Server
-	logs *logLines
+	logs *logcapture.Buffer
 	once sync.Once
 	t    *testing.T
 }
@@ -76,9 +47,9 @@ func (r *runningServer) stop() {
 func startLogged(t *testing.T, tweak func(*config.Config)) *runningServer {
 	t.Helper()
 	cfg, hl := testConfig(t, tweak)
-	logs := &logLines{}
+	logs := &logcapture.Buffer{}
 	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		Logger: logs.Logger(slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +194,8 @@ func TestEveryLimitIsEnforcedCountedAndLogged(t *testing.T) {
 					return m.value("rocketmq_namesrv_connections_closed_total", "reason", tt.reason) == 1
 				})
 			}
-			if l := s.logs.find("level=WARN", "limit="+string(tt.limit), "remote="+remote); len(l) != 1 {
-				t.Fatalf("want one Warn line naming %s and %s:\n%s", tt.limit, remote, s.logs.buf.String())
+			if l := s.logs.Lines("level=WARN", "limit="+string(tt.limit), "remote="+remote); len(l) != 1 {
+				t.Fatalf("want one Warn line naming %s and %s:\n%s", tt.limit, remote, s.logs.String())
 			}
 			if tt.limit == remoting.LimitMaxConnections {
 				return // both slots are still taken
@@ -268,7 +239,7 @@ func TestMaxInflightPerConnectionBatchesAnswers(t *testing.T) {
 	if v := scrapeMetrics(t, s.Server).value("rocketmq_namesrv_limit_hits_total", "limit", "max_inflight"); v != n/2 {
 		t.Fatalf("max_inflight hits %v, want %d (one per two answers of a single burst)", v, n/2)
 	}
-	if l := s.logs.find("limit=max_inflight"); len(l) != 0 {
+	if l := s.logs.Lines("limit=max_inflight"); len(l) != 0 {
 		t.Fatalf("flow control logged as a violation: %q", l)
 	}
 }

@@ -377,7 +377,7 @@ func TestBrokerChurnSoak(t *testing.T) {
 	t.Logf("seed %d, %d brokers for %v, deleteTopicWithBrokerRegistration=%v", seed, *soakBrokers, *soakDuration, deleteTopics)
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, l := range srv.logs.find("level=WARN") {
+			for _, l := range srv.logs.Lines("level=WARN") {
 				t.Log(l)
 			}
 		}
@@ -673,7 +673,7 @@ func checkSoakMetrics(t *testing.T, s *soak, srv *runningServer, live int) {
 			t.Errorf("limit %s hit %v times by well-behaved brokers", l, v)
 		}
 	}
-	if l := srv.logs.find("level=WARN", "remote="); len(l) != 0 {
+	if l := srv.logs.Lines("level=WARN", "remote="); len(l) != 0 {
 		t.Errorf("connection warnings during the soak: %q", l[:min(len(l), 5)])
 	}
 }

@@ -2,48 +2,13 @@ package remoting
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
+	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"log/slog"
 	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// logBuffer collects a server's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// lines returns the lines containing every one of substrs.
-func (l *logBuffer) lines(substrs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		match := line != ""
-		for _, s := range substrs {
-			match = match && strings.Contains(line, s)
-		}
-		if match {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
 
 // waitFor polls cond until it holds or 5 s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -59,7 +24,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // expectViolation checks that exactly one connection closed for reason, that
 // limit was counted once, and that a Warn line names the limit and remote.
-func expectViolation(t *testing.T, obs *countingObserver, logs *logBuffer, reason CloseReason, limit Limit, remote string) {
+func expectViolation(t *testing.T, obs *countingObserver, logs *logcapture.Buffer, reason CloseReason, limit Limit, remote string) {
 	t.Helper()
 	waitFor(t, "the close to be observed", func() bool { return len(obs.reasonsSeen()) == 1 })
 	if got := obs.reasonsSeen(); len(got) != 1 || got[0] != reason {
@@ -68,15 +33,15 @@ func expectViolation(t *testing.T, obs *countingObserver, logs *logBuffer, reaso
 	if got := obs.limit(limit); got != 1 {
 		t.Fatalf("limit %s counted %d times, want 1", limit, got)
 	}
-	if l := logs.lines("level=WARN", "limit="+string(limit), "remote="+remote); len(l) != 1 {
-		t.Fatalf("want one Warn line for %s naming remote %s, logs:\n%s", limit, remote, logs.buf.String())
+	if l := logs.Lines("level=WARN", "limit="+string(limit), "remote="+remote); len(l) != 1 {
+		t.Fatalf("want one Warn line for %s naming remote %s, logs:\n%s", limit, remote, logs.String())
 	}
 }
 
 func TestMaxConnectionsRefusesTheExcess(t *testing.T) {
 	obs := &countingObserver{}
-	var logs logBuffer
-	ts := startServer(t, newEchoHandler(), Config{MaxConnections: 2, Observer: obs, Logger: logs.logger()})
+	var logs logcapture.Buffer
+	ts := startServer(t, newEchoHandler(), Config{MaxConnections: 2, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
 	a, b := dial(t, ts.addr), dial(t, ts.addr)
 	for _, c := range []*client{a, b} {
 		c.send(request(JSON, 105, 1, 0, ""))
@@ -94,8 +59,8 @@ func TestMaxConnectionsRefusesTheExcess(t *testing.T) {
 	if obs.opened.Load() != 2 {
 		t.Fatalf("%d connections opened, want the refused one not counted", obs.opened.Load())
 	}
-	if l := logs.lines("level=WARN", "too many connections", "remote="+remote, "max=2"); len(l) != 1 {
-		t.Fatalf("no Warn line for the refused connection:\n%s", logs.buf.String())
+	if l := logs.Lines("level=WARN", "too many connections", "remote="+remote, "max=2"); len(l) != 1 {
+		t.Fatalf("no Warn line for the refused connection:\n%s", logs.String())
 	}
 
 	a.nc.Close()
@@ -128,10 +93,10 @@ func TestFrameReadTimeoutClosesSlowSenders(t *testing.T) {
 	for name, send := range tests {
 		t.Run(name, func(t *testing.T) {
 			obs := &countingObserver{}
-			var logs logBuffer
+			var logs logcapture.Buffer
 			const readTimeout = 150 * time.Millisecond
 			ts := startServer(t, newEchoHandler(), Config{ReadTimeout: readTimeout, IdleTimeout: time.Minute,
-				ReadBufferSize: 4096, Observer: obs, Logger: logs.logger()})
+				ReadBufferSize: 4096, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
 			c := dial(t, ts.addr)
 			start := time.Now()
 			go send(c.nc)
@@ -181,9 +146,9 @@ func pipeConn(t *testing.T, h Handler, cfg Config) (net.Conn, *Server) {
 
 func TestWriteTimeoutClosesAClientThatDoesNotRead(t *testing.T) {
 	obs := &countingObserver{}
-	var logs logBuffer
+	var logs logcapture.Buffer
 	h := newEchoHandler()
-	client, _ := pipeConn(t, h, Config{WriteTimeout: 100 * time.Millisecond, Observer: obs, Logger: logs.logger()})
+	client, _ := pipeConn(t, h, Config{WriteTimeout: 100 * time.Millisecond, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
 	client.Write(request(JSON, 105, 1, 0, ""))
 	select {
 	case <-h.closed:
@@ -250,8 +215,8 @@ func TestWarnGateLetsABurstPerSecondThrough(t *testing.T) {
 
 func TestViolationsAreCountedEvenWhenNotLogged(t *testing.T) {
 	obs := &countingObserver{}
-	var logs logBuffer
-	ts := startServer(t, newEchoHandler(), Config{MaxConnections: 1, Observer: obs, Logger: logs.logger()})
+	var logs logcapture.Buffer
+	ts := startServer(t, newEchoHandler(), Config{MaxConnections: 1, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
 	first := dial(t, ts.addr)
 	first.send(request(JSON, 105, 1, 0, ""))
 	first.mustRead()
@@ -270,7 +235,7 @@ func TestViolationsAreCountedEvenWhenNotLogged(t *testing.T) {
 		t.Fatalf("counted %d refusals, want %d", got, refused)
 	}
 	// The refusals may straddle a second boundary, so up to two bursts.
-	if l := logs.lines("too many connections"); len(l) < warnBurst || len(l) > 2*warnBurst+1 {
+	if l := logs.Lines("too many connections"); len(l) < warnBurst || len(l) > 2*warnBurst+1 {
 		t.Fatalf("%d Warn lines for %d refusals", len(l), refused)
 	}
 }

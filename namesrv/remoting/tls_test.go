@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -84,9 +86,9 @@ func TestTLSModesWithPlainAndTLSClients(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &countingObserver{}
-			var logs logBuffer
+			var logs logcapture.Buffer
 			ts := startServer(t, transportHandler{newEchoHandler()},
-				Config{TLSMode: tt.mode, TLSConfig: tt.cfg, Observer: obs, Logger: logs.logger()})
+				Config{TLSMode: tt.mode, TLSConfig: tt.cfg, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
 
 			plain := dial(t, ts.addr)
 			remark, err := roundTrip(plain, 1)
@@ -124,8 +126,8 @@ func TestTLSModesWithPlainAndTLSClients(t *testing.T) {
 				if !found {
 					t.Fatalf("close reasons %v, want %v", got, want)
 				}
-				if l := logs.lines("level=WARN", "remote=127.0.0.1:"); len(l) == 0 {
-					t.Fatalf("refusal not logged with the peer:\n%s", logs.buf.String())
+				if l := logs.Lines("level=WARN", "remote=127.0.0.1:"); len(l) == 0 {
+					t.Fatalf("refusal not logged with the peer:\n%s", logs.String())
 				}
 			}
 		})
@@ -177,10 +179,10 @@ func TestHandshakeTimeoutFreesSilentConnections(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			obs := &countingObserver{}
-			var logs logBuffer
+			var logs logcapture.Buffer
 			const timeout = 150 * time.Millisecond
 			ts := startServer(t, newEchoHandler(), Config{TLSMode: tt.mode, TLSConfig: cfg, HandshakeTimeout: timeout,
-				ReadTimeout: time.Minute, IdleTimeout: time.Minute, Observer: obs, Logger: logs.logger()})
+				ReadTimeout: time.Minute, IdleTimeout: time.Minute, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
 			// The server's clock starts at accept, before the dial returns.
 			start := time.Now()
 			c := dial(t, ts.addr)
@@ -296,8 +298,8 @@ func TestCertificateFilesAreReloadedWhenTheyChange(t *testing.T) {
 	dir := t.TempDir()
 	a, b, c := ca.Server(t), ca.Server(t), ca.Server(t)
 	certPath, keyPath := a.Write(t, dir)
-	var logs logBuffer
-	files, err := NewCertFiles(CertFilesOptions{CertPath: certPath, KeyPath: keyPath, Logger: logs.logger()})
+	var logs logcapture.Buffer
+	files, err := NewCertFiles(CertFilesOptions{CertPath: certPath, KeyPath: keyPath, Logger: logs.Logger(slog.LevelDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,8 +332,8 @@ func TestCertificateFilesAreReloadedWhenTheyChange(t *testing.T) {
 			t.Fatalf("breakage %d: %d failures counted", i, files.Failures())
 		}
 	}
-	if l := logs.lines("level=ERROR", "cannot reload"); len(l) != len(breakages) {
-		t.Fatalf("%d error lines, want %d:\n%s", len(l), len(breakages), logs.buf.String())
+	if l := logs.Lines("level=ERROR", "cannot reload"); len(l) != len(breakages) {
+		t.Fatalf("%d error lines, want %d:\n%s", len(l), len(breakages), logs.String())
 	}
 
 	c.Write(t, dir)
