@@ -25,10 +25,10 @@ import (
 
 // Paths of the endpoints on the NameServer's HTTP port.
 const (
-	SummaryPath   = "/routes/summary"
-	GatePath      = "/routes/gate"
-	KVApplyPath   = "/kv/declared/apply"
-	ContentType   = "application/json"
+	SummaryPath = "/routes/summary"
+	GatePath    = "/routes/gate"
+	KVApplyPath = "/kv/declared/apply"
+	ContentType = "application/json"
 )
 
 // MaxListed bounds the lists of missing brokers and drifted keys, so a
