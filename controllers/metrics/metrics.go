@@ -1,0 +1,98 @@
+// Package metrics exports the operator's view of each NameServerCluster on
+// the manager's /metrics endpoint (controller-runtime's registry): peers
+// desired, ready, published and route-complete; whether routes and the
+// declared KV config agree across peers; rolls, drains and holds in
+// progress; refusals by reason; and when the address list was last
+// published. Alert rules and the dashboard in the Helm chart are written
+// against these names, and a test checks that each name they use is
+// exported.
+//
+// Every series carries the cluster's namespace and name; per-peer series add
+// the peer's pod name, which is bounded by spec.replicas. No pod IP, broker
+// address or free text is ever a label value.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+const prefix = "kube_namesrv_"
+
+var (
+	clusterLabels = []string{"namespace", "name"}
+	peerLabels    = []string{"namespace", "name", "peer"}
+)
+
+func gaugeVec(name, help string, labels []string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: prefix + name, Help: help}, labels)
+}
+
+// The exported metrics.
+var (
+	DesiredPeers = gaugeVec("cluster_desired_peers",
+		"Peers the NameServerCluster asks for (spec.replicas).", clusterLabels)
+	ReadyPeers = gaugeVec("cluster_ready_peers",
+		"Peer pods that are Ready.", clusterLabels)
+	PublishedPeers = gaugeVec("cluster_published_peers",
+		"Peers in the list published to clients.", clusterLabels)
+	ServingPeers = gaugeVec("cluster_serving_peers",
+		"Published peers that are Ready and route-complete: where clients get answers.", clusterLabels)
+	RoutesConsistent = gaugeVec("cluster_routes_consistent",
+		"1 when every serving peer holds the same live brokers (RoutesConsistent=True), 0 when they differ for longer than a broker round, -1 when the operator cannot tell (a peer it cannot reach).", clusterLabels)
+	PeerMissingBrokers = gaugeVec("peer_missing_brokers",
+		"Brokers live on other serving peers that this peer does not hold.", peerLabels)
+	PeerReachable = gaugeVec("peer_reachable",
+		"1 when the operator could read the peer's route summary at its last check, 0 when it could not.", peerLabels)
+	KVConfigInSync = gaugeVec("cluster_kv_config_in_sync",
+		"1 when every peer holds the declared KV config (KVConfigInSync=True), 0 when one differs, -1 when the operator cannot tell.", clusterLabels)
+	PeerKVDriftKeys = gaugeVec("peer_kv_drift_keys",
+		"Declared KV keys whose value on this peer differs from spec.kvConfig.", peerLabels)
+	RolloutInProgress = gaugeVec("cluster_rollout_in_progress",
+		"1 while peers run an outdated pod template and the operator is rolling them.", clusterLabels)
+	RolloutPaused = gaugeVec("cluster_rollout_paused",
+		"1 while spec.paused holds a roll of outdated peers.", clusterLabels)
+	OutdatedPeers = gaugeVec("cluster_outdated_peers",
+		"Peer pods that run an outdated pod template.", clusterLabels)
+	DrainInProgress = gaugeVec("cluster_drain_in_progress",
+		"1 while peers removed from the list keep running for the drain period.", clusterLabels)
+	ScaleDownHeld = gaugeVec("cluster_scale_down_held",
+		"1 while a scale-down waits because the peers that would remain are not serving.", clusterLabels)
+	LastPublishTime = gaugeVec("cluster_last_publish_timestamp_seconds",
+		"Unix time of the last successful write of the address ConfigMaps; time() minus it is the age of the published list.", clusterLabels)
+	Refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: prefix + "cluster_refusals_total",
+		Help: "Parts of a spec the operator refused or the API server refused to it, by condition reason.",
+	}, []string{"namespace", "name", "reason"})
+)
+
+var all = []prometheus.Collector{
+	DesiredPeers, ReadyPeers, PublishedPeers, ServingPeers, RoutesConsistent, PeerMissingBrokers,
+	PeerReachable, KVConfigInSync, PeerKVDriftKeys, RolloutInProgress, RolloutPaused, OutdatedPeers,
+	DrainInProgress, ScaleDownHeld, LastPublishTime, Refusals,
+}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(all...)
+}
+
+// Forget drops every series of a cluster, when it is deleted.
+func Forget(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "name": name}
+	for _, c := range all {
+		switch v := c.(type) {
+		case *prometheus.GaugeVec:
+			v.DeletePartialMatch(labels)
+		case *prometheus.CounterVec:
+			v.DeletePartialMatch(labels)
+		}
+	}
+}
+
+// ForgetPeer drops the per-peer series of one peer, once it no longer runs.
+func ForgetPeer(namespace, name, peer string) {
+	labels := prometheus.Labels{"namespace": namespace, "name": name, "peer": peer}
+	for _, v := range []*prometheus.GaugeVec{PeerMissingBrokers, PeerReachable, PeerKVDriftKeys} {
+		v.DeletePartialMatch(labels)
+	}
+}
