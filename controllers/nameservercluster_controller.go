@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
 	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
@@ -95,6 +96,9 @@ func (r *NameServerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Re
 func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &v1alpha1.NameServerCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.Forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() {
@@ -207,6 +211,7 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		return ctrl.Result{}, err
 	}
 	r.warnRefusals(c, old, status, problems)
+	recordMetrics(c, plan, peers)
 	if plan.Draining() {
 		log.V(1).Info("draining removed peers", "until", plan.DrainStart.Add(time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0))*time.Second))
 	}
@@ -314,4 +319,23 @@ func createdOnly() predicate.Predicate {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// recordMetrics exports the cluster's state as just written to its status.
+func recordMetrics(c *v1alpha1.NameServerCluster, plan publish.Plan, peers map[int32]publish.Peer) {
+	m := metrics.Cluster{
+		Namespace: c.Namespace, Name: c.Name,
+		Desired:          ptr.Deref(c.Spec.Replicas, 1),
+		Ready:            c.Status.ReadyReplicas,
+		Published:        c.Status.PublishedReplicas,
+		RoutesConsistent: -1,
+		KVConfigInSync:   -1,
+		Draining:         plan.Draining(),
+	}
+	for o := range plan.Published {
+		if peers[o].Ready {
+			m.Serving++
+		}
+	}
+	metrics.Record(m)
 }

@@ -13,7 +13,10 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -94,5 +97,101 @@ func ForgetPeer(namespace, name, peer string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name, "peer": peer}
 	for _, v := range []*prometheus.GaugeVec{PeerMissingBrokers, PeerReachable, PeerKVDriftKeys} {
 		v.DeletePartialMatch(labels)
+	}
+}
+
+// Cluster is what the gauges of one cluster show, derived from its status
+// after each reconcile.
+type Cluster struct {
+	Namespace, Name string
+	Desired, Ready  int32
+	Published       int32
+	Serving         int32
+	// RoutesConsistent and KVConfigInSync are 1, 0, or -1 for unknown.
+	RoutesConsistent int
+	KVConfigInSync   int
+	Outdated         int32
+	Rolling, Paused  bool
+	Draining         bool
+	ScaleDownHeld    bool
+	// LastPublish is when the address ConfigMaps were last written; zero
+	// when they never were.
+	LastPublish time.Time
+	Peers       []Peer
+}
+
+// Peer is one peer's series; Name is its pod name.
+type Peer struct {
+	Name           string
+	Reachable      bool
+	MissingBrokers int
+	KVDriftKeys    int
+}
+
+// Record sets every gauge of a cluster. Peers absent from c.Peers lose
+// their series, so a scale-down leaves no stale peer behind.
+func Record(c Cluster) {
+	l := prometheus.Labels{"namespace": c.Namespace, "name": c.Name}
+	DesiredPeers.With(l).Set(float64(c.Desired))
+	ReadyPeers.With(l).Set(float64(c.Ready))
+	PublishedPeers.With(l).Set(float64(c.Published))
+	ServingPeers.With(l).Set(float64(c.Serving))
+	RoutesConsistent.With(l).Set(float64(c.RoutesConsistent))
+	KVConfigInSync.With(l).Set(float64(c.KVConfigInSync))
+	OutdatedPeers.With(l).Set(float64(c.Outdated))
+	RolloutInProgress.With(l).Set(boolValue(c.Rolling))
+	RolloutPaused.With(l).Set(boolValue(c.Paused))
+	DrainInProgress.With(l).Set(boolValue(c.Draining))
+	ScaleDownHeld.With(l).Set(boolValue(c.ScaleDownHeld))
+	if !c.LastPublish.IsZero() {
+		LastPublishTime.With(l).Set(float64(c.LastPublish.UnixNano()) / 1e9)
+	}
+	keep := map[string]bool{}
+	for _, p := range c.Peers {
+		keep[p.Name] = true
+		pl := prometheus.Labels{"namespace": c.Namespace, "name": c.Name, "peer": p.Name}
+		PeerReachable.With(pl).Set(boolValue(p.Reachable))
+		PeerMissingBrokers.With(pl).Set(float64(p.MissingBrokers))
+		PeerKVDriftKeys.With(pl).Set(float64(p.KVDriftKeys))
+	}
+	forgetPeersExcept(c.Namespace, c.Name, keep)
+}
+
+// Refused counts one refusal of a part of a cluster's spec.
+func Refused(namespace, name, reason string) {
+	Refusals.WithLabelValues(namespace, name, reason).Inc()
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// forgetPeersExcept drops the per-peer series of a cluster's peers that are
+// not in keep.
+func forgetPeersExcept(namespace, name string, keep map[string]bool) {
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		PeerReachable.Collect(ch)
+		close(ch)
+	}()
+	var gone []string
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, lp := range pb.GetLabel() {
+			labels[lp.GetName()] = lp.GetValue()
+		}
+		if labels["namespace"] == namespace && labels["name"] == name && !keep[labels["peer"]] {
+			gone = append(gone, labels["peer"])
+		}
+	}
+	for _, p := range gone {
+		ForgetPeer(namespace, name, p)
 	}
 }
