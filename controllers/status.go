@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
 	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
@@ -200,5 +201,6 @@ func (r *NameServerClusterReconciler) warnRefusals(c *v1alpha1.NameServerCluster
 	}
 	for _, p := range problems {
 		r.Recorder.Eventf(c, p.Related, corev1.EventTypeWarning, p.Reason, "Refuse", "%s", p.Message)
+		metrics.Refused(c.Namespace, c.Name, p.Reason)
 	}
 }
