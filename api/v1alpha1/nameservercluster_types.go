@@ -1,36 +1,89 @@
 package v1alpha1
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Keys of the address ConfigMap. Each consumer reads the one it understands:
+// The operator publishes two address lists, because brokers and clients need
+// different ones. A broker must learn of a new peer before that peer can hold
+// any route (a NameServer learns routes only from broker heartbeats); a client
+// must not be sent to a peer before it holds them, or it hears that its topic
+// does not exist. So:
 //
-//   - NamesrvAddrKey: Java brokers and admin tools (namesrvAddr in broker.conf,
-//     or -n), mounted as a file or copied into a config.
-//   - NamesrvAddrEnvKey: anything started with envFrom; RocketMQ's Java
-//     processes read NAMESRV_ADDR from the environment at start-up.
-//   - AddressServerDomainKey and ClientAddressServerDomainKey: brokers with
-//     fetchNamesrvAddrByAddressServer=true and Java clients with the
-//     rocketmq.namesrv.domain system property; they fetch the list over HTTP
-//     from the NameServers' address server and follow changes without restarts.
-//   - AddressServerSubGroupKey: the path element those HTTP readers ask for.
-//   - NamesrvAddrIPsKey: clients that refuse host names (rocketmq-client-go);
-//     it changes whenever a pod moves, so those clients must re-read it.
+//   - the broker list names every peer that runs or is about to run;
+//   - the client list names only the peers that were checked to hold every
+//     broker the other serving peers hold (route-complete), plus listed peers
+//     while they restart, which then refuse clients until they are complete
+//     again (their start-up route gate).
+//
+// Each list is published in a ConfigMap of its own, so that envFrom imports
+// exactly one NAMESRV_ADDR, and under an address-server subgroup of its own.
+//
+// Keys of the client ConfigMap (<configMapName>, by default
+// <name>-namesrv-addr):
+//
+//   - NamesrvAddrKey and NamesrvAddrEnvKey: the client list, for Java and Go
+//     producers, consumers and admin tools (-n, setNamesrvAddr, envFrom).
+//   - ClientAddressServerDomainKey and ClientAddressServerSubGroupKey: Java
+//     clients that fetch the client list over HTTP and follow changes
+//     without restarts (-Drocketmq.namesrv.domain, the subgroup nsaddr).
+//   - NamesrvAddrExternalKey: the client list by the peers' external
+//     addresses, when spec.externalAccess is set and they are known.
+//
+// Keys of the broker ConfigMap (<configMapName>-brokers):
+//
+//   - NamesrvAddrKey and NamesrvAddrEnvKey: the broker list, for broker.conf
+//     or envFrom.
+//   - AddressServerDomainKey and AddressServerSubGroupKey: brokers with
+//     fetchNamesrvAddrByAddressServer=true (rmqAddressServerDomain and
+//     rmqAddressServerSubGroup=brokers).
+//   - NamesrvAddrExternalKey: the broker list by external addresses.
+//
+// Keys of the IP ConfigMap (<configMapName>-ips):
+//
+//   - NamesrvAddrIPsKey: the pod IPs of the ready peers of the client list,
+//     for clients that refuse host names (rocketmq-client-go). It changes
+//     whenever a pod restarts, which is why it has a ConfigMap of its own:
+//     a controller that restarts workloads when a ConfigMap they read changes
+//     (Reloader and the like) must not restart brokers on every NameServer
+//     restart.
 const (
-	NamesrvAddrKey               = "namesrvAddr"
-	NamesrvAddrEnvKey            = "NAMESRV_ADDR"
-	NamesrvAddrIPsKey            = "namesrvAddrIPs"
-	AddressServerDomainKey       = "rmqAddressServerDomain"
-	ClientAddressServerDomainKey = "rocketmq.namesrv.domain"
-	AddressServerSubGroupKey     = "rmqAddressServerSubGroup"
+	NamesrvAddrKey                 = "namesrvAddr"
+	NamesrvAddrEnvKey              = "NAMESRV_ADDR"
+	NamesrvAddrIPsKey              = "namesrvAddrIPs"
+	NamesrvAddrExternalKey         = "namesrvAddrExternal"
+	AddressServerDomainKey         = "rmqAddressServerDomain"
+	AddressServerSubGroupKey       = "rmqAddressServerSubGroup"
+	ClientAddressServerDomainKey   = "rocketmq.namesrv.domain"
+	ClientAddressServerSubGroupKey = "rocketmq.namesrv.domain.subgroup"
 )
 
-// AddressServerSubGroup is the address-server path element (/rocketmq/nsaddr)
-// under which every NameServer serves the published list.
-const AddressServerSubGroup = "nsaddr"
+// Address-server subgroups every NameServer serves: /rocketmq/nsaddr (and
+// any nsaddr-<unit>) answers the client list, /rocketmq/brokers the broker
+// list.
+const (
+	AddressServerSubGroup       = "nsaddr"
+	BrokerAddressServerSubGroup = "brokers"
+)
+
+// Suffixes of the broker and IP ConfigMaps, after the client ConfigMap's
+// name (spec.publish.configMapName or a target's name).
+const (
+	BrokerConfigMapSuffix = "-brokers"
+	IPsConfigMapSuffix    = "-ips"
+)
+
+// AnnotationAcceptPublishFrom, on a Namespace, lists the NameServerClusters
+// allowed to publish their address ConfigMaps into it through
+// spec.publish.targets, as comma-separated <namespace>/<name> entries;
+// <namespace>/* allows every cluster of that namespace. Without it, the
+// operator refuses to write into another namespace: publishing there lets a
+// cluster decide which NameServers the brokers and clients of that namespace
+// use, so the namespace has to agree.
+const AnnotationAcceptPublishFrom = "rocketmq.kube-namesrv.io/accept-publish-from"
 
 // NameServerClusterSpec is the desired state of a group of NameServer peers.
 // Peers never talk to each other: every broker registers with each published
@@ -69,11 +122,16 @@ type NameServerClusterSpec struct {
 
 	// Config holds NameServer properties by their Java names (for example
 	// scanNotActiveBrokerInterval or orderMessageEnable). They are rendered
-	// into the namesrv.properties file the pods read; any change rolls the pods.
-	// Unless set here, needWaitForService=true and waitSecondsForService=45
-	// are rendered: a (re)started peer refuses route queries and stays
-	// unready until brokers have had a heartbeat (30 s) to register with it
-	// again, which also paces rolling updates.
+	// into the namesrv.properties file the pods read; any change rolls the
+	// pods, one at a time (see spec.paused).
+	//
+	// The operator also renders routeGateEnable=true and
+	// routeGateTimeoutSeconds (two broker rounds plus 15 s) unless set here:
+	// a (re)started peer refuses clients' route queries, by closing their
+	// connection so that they move to another peer, until it holds every
+	// broker the other serving peers hold. The operator opens the gate as
+	// soon as that is true; the timeout only bounds the wait when the
+	// operator is not running.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="!('listenPort' in self)",message="config.listenPort is set by the operator: use spec.ports.remoting instead"
 	// +kubebuilder:validation:XValidation:rule="!('kvConfigPath' in self)",message="config.kvConfigPath is set by the operator: the KV store lives on the data volume, see spec.storage"
@@ -83,9 +141,44 @@ type NameServerClusterSpec struct {
 	// +optional
 	Config map[string]ConfigValue `json:"config,omitempty"`
 
-	// Resources of the NameServer container.
+	// Resources of the NameServer container. When neither requests nor
+	// limits are set, the operator requests 200m CPU and 256Mi of memory
+	// and limits memory to 512Mi, which holds about 100 brokers with 2,000
+	// distinct topics each (docs/benchmarks.md has the cost curves). The
+	// container's GOMEMLIMIT follows its memory limit.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Env adds environment variables to the NameServer container (NAMESRV_*
+	// variables set NameServer properties). GOMEMLIMIT and the variables the
+	// operator sets cannot be overridden.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="!self.exists(e, e.name == 'GOMEMLIMIT')",message="env cannot set GOMEMLIMIT: the operator sets it from the container's memory limit"
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// ServiceAccountName the pods run as. namesrv never calls the
+	// Kubernetes API, so the token is not mounted either way.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Volumes are added to the pods, for VolumeMounts.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="!self.exists(v, v.name in ['config', 'namesrv-addr', 'namesrv-kv', 'data', 'tmp', 'tls', 'tls-client-ca'])",message="volumes cannot use the operator's volume names: config, namesrv-addr, namesrv-kv, data, tmp, tls, tls-client-ca"
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// VolumeMounts are added to the NameServer container.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="!self.exists(m, m.mountPath.startsWith('/etc/namesrv') || m.mountPath.startsWith('/var/lib/namesrv') || m.mountPath == '/tmp')",message="volumeMounts cannot mount over /etc/namesrv*, /var/lib/namesrv or /tmp, which the operator uses"
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 
 	// NodeSelector constrains the nodes the pods may run on.
 	// +optional
@@ -137,10 +230,47 @@ type NameServerClusterSpec struct {
 	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
 
 	// Storage of the KV config (kvConfig.json). Without it an emptyDir is used
-	// and the KV store lives as long as the pod; admin tools write it again to
-	// every peer. It cannot be changed after creation.
+	// and the KV store lives as long as the pod; spec.kvConfig declares the
+	// values every peer holds, whatever its storage. It cannot be changed
+	// after creation.
 	// +optional
 	Storage *Storage `json:"storage,omitempty"`
+
+	// KVConfig declares NameServer KV entries (what mqadmin updateKvConfig
+	// and updateOrderConf write) that every peer holds, new and restarted
+	// ones included, before clients are sent to it. The most common is the
+	// order-message configuration: namespace ORDER_TOPIC_CONFIG, key the
+	// topic, value "brokerName:queues;brokerName:queues", which route
+	// answers carry when config orderMessageEnable is true.
+	//
+	// The entries are rendered into the ConfigMap <name>-kv, which every pod
+	// mounts; the NameServer applies it when it starts, before it reports
+	// ready, and again when the kubelet refreshes the file (within about a
+	// minute of a change, the kubelet's sync period). A change restarts no
+	// pod.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.namespace == e.namespace && f.key == e.key))",message="kvConfig has the same namespace and key twice; each namespace/key pair may appear once"
+	// +optional
+	KVConfig []KVConfigEntry `json:"kvConfig,omitempty"`
+
+	// KVConfigPolicy says what the operator does with KV entries it does not
+	// declare and with values changed by hand:
+	//
+	//   - Owned (the default): the namespaces named in kvConfig belong to the
+	//     spec. A declared key changed by hand (mqadmin updateKvConfig) is set
+	//     back, and keys in those namespaces that the spec does not declare
+	//     are deleted, on every peer. Other namespaces are left alone.
+	//   - Additive: declared keys are written where they are missing; a key
+	//     that holds another value is reported (KVConfigInSync=False), not
+	//     overwritten; nothing undeclared is deleted.
+	//
+	// Under both, an entry removed from kvConfig is deleted from every peer,
+	// and keys outside the declared namespaces keep working exactly as with
+	// the Java NameServer.
+	// +kubebuilder:default=Owned
+	// +optional
+	KVConfigPolicy KVConfigPolicy `json:"kvConfigPolicy,omitempty"`
 
 	// PodDisruptionBudget of the peers.
 	// +kubebuilder:default={}
@@ -157,6 +287,39 @@ type NameServerClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Publish PublishSpec `json:"publish,omitempty"`
+
+	// ExternalAccess gives every peer a Service of its own, of type
+	// LoadBalancer or NodePort, so that brokers and clients outside the
+	// Kubernetes cluster can reach each NameServer: they register with, or
+	// query, each peer by its own address, which one Service for all peers
+	// cannot give. The external addresses are published under the key
+	// namesrvAddrExternal once known, and shown in status.peers.
+	// +optional
+	ExternalAccess *ExternalAccessSpec `json:"externalAccess,omitempty"`
+
+	// Paused holds rolls: while true, the operator restarts no pod to bring
+	// it to a changed pod template (a config or image change, or an operator
+	// upgrade that renders pods differently). Scaling, publication and
+	// drains go on, and a pod the cluster recreates for any other reason
+	// gets the current template. Set it before upgrading the operator to
+	// choose when each cluster rolls; status shows the outdated peers.
+	// Rolls are otherwise paced by the operator, one peer at a time: it
+	// restarts the next peer only when every other listed peer is ready and
+	// route-complete, never while fewer than replicas - maxUnavailable peers
+	// serve, and a peer that does not serve anyway goes first.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// BrokerHeartbeatSeconds is how often the brokers register with every
+	// NameServer (their registerNameServerPeriod, 30 s by default). The
+	// operator reads each peer's route summary once per round, and reports
+	// RoutesConsistent=False when a broker has been missing from a serving
+	// peer for longer than a round and a quarter.
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	// +optional
+	BrokerHeartbeatSeconds *int32 `json:"brokerHeartbeatSeconds,omitempty"`
 
 	// TLS serves TLS on the remoting port with the certificate of a Secret.
 	// The Secrets are mounted whole, so the kubelet refreshes their files
@@ -277,6 +440,80 @@ type Storage struct {
 	// PersistentVolumeClaim (data-<name>-<ordinal>) instead of an emptyDir.
 	// +optional
 	VolumeClaimTemplate *VolumeClaimTemplate `json:"volumeClaimTemplate,omitempty"`
+
+	// PersistentVolumeClaimRetentionPolicy of the StatefulSet. By default a
+	// claim is deleted when its peer is scaled away (whenScaled: Delete),
+	// so a peer scaled back later starts empty instead of with a stale KV
+	// store, and kept when the cluster is deleted (whenDeleted: Retain).
+	// +optional
+	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+}
+
+// KVConfigEntry is one declared NameServer KV entry.
+type KVConfigEntry struct {
+	// Namespace of the entry, for example ORDER_TOPIC_CONFIG.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	Namespace string `json:"namespace"`
+
+	// Key of the entry, for example a topic name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	Key string `json:"key"`
+
+	// Value of the entry, for example "broker-a:4;broker-b:4". With at most
+	// 256 entries of up to 2,048 characters, the rendered file stays well
+	// under a ConfigMap's 1 MiB.
+	// +kubebuilder:validation:MaxLength=2048
+	Value string `json:"value"`
+}
+
+// KVConfigPolicy is Owned or Additive; see spec.kvConfigPolicy.
+// +kubebuilder:validation:Enum=Owned;Additive
+type KVConfigPolicy string
+
+// The KV config policies.
+const (
+	KVConfigOwned    KVConfigPolicy = "Owned"
+	KVConfigAdditive KVConfigPolicy = "Additive"
+)
+
+// ExternalAccessType is the type of the per-peer Services.
+// +kubebuilder:validation:Enum=LoadBalancer;NodePort
+type ExternalAccessType string
+
+// The external access types.
+const (
+	ExternalLoadBalancer ExternalAccessType = "LoadBalancer"
+	ExternalNodePort     ExternalAccessType = "NodePort"
+)
+
+// ExternalAccessSpec configures one Service per peer, <name>-<ordinal>-external.
+type ExternalAccessSpec struct {
+	// Type of the per-peer Services.
+	// +kubebuilder:default=LoadBalancer
+	// +optional
+	Type ExternalAccessType `json:"type,omitempty"`
+
+	// Annotations of the per-peer Services (a cloud load balancer's, for
+	// example to make it internal).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// LoadBalancerClass of the per-peer Services of type LoadBalancer.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	LoadBalancerClass *string `json:"loadBalancerClass,omitempty"`
+
+	// NodePortHost is the host published with each node port, for type
+	// NodePort: a name or address that reaches the nodes from outside.
+	// Without it, the address of the node the peer runs on (the pod's
+	// hostIP) is published, which is only right where node addresses route.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	NodePortHost string `json:"nodePortHost,omitempty"`
 }
 
 // VolumeClaimTemplate describes the PersistentVolumeClaim of each peer.
@@ -317,22 +554,30 @@ type ServiceSpec struct {
 
 // PublishSpec configures the address ConfigMap and its copies.
 type PublishSpec struct {
-	// ConfigMapName of the address ConfigMap in the cluster's namespace.
-	// Defaults to <name>-namesrv-addr. Its keys, by reader: namesrvAddr
-	// (brokers' broker.conf, admin tools' -n), NAMESRV_ADDR (envFrom; read
-	// once at start-up), rmqAddressServerDomain and rocketmq.namesrv.domain
-	// with rmqAddressServerSubGroup (brokers and Java clients that fetch the
-	// list over HTTP and follow changes without restarts), namesrvAddrIPs
-	// (pod IPs of the ready published peers, for clients that refuse host
-	// names, such as rocketmq-client-go; they must re-read it as pods move).
-	// The NameServer pods mount it at /etc/namesrv-addr to serve the list.
-	// +kubebuilder:validation:MaxLength=253
+	// ConfigMapName of the client address ConfigMap in the cluster's
+	// namespace; defaults to <name>-namesrv-addr. The broker list goes to
+	// <configMapName>-brokers and the client peers' IPs to
+	// <configMapName>-ips. Which consumer reads which key is described with
+	// the key constants of this API (NamesrvAddrKey and the others); in
+	// short, clients read namesrvAddr or NAMESRV_ADDR of <configMapName>,
+	// brokers the same keys of <configMapName>-brokers. The NameServer pods
+	// mount both lists at /etc/namesrv-addr to serve them over HTTP.
+	// +kubebuilder:validation:MaxLength=245
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ConfigMapName string `json:"configMapName,omitempty"`
 
-	// Targets are copies of the address ConfigMap in other namespaces (where
-	// brokers and clients run), kept equal to it and deleted with the cluster.
+	// Targets are copies of the three address ConfigMaps in other
+	// namespaces (where brokers and clients run), kept equal to them and
+	// deleted with the cluster. A target namespace must agree to receive
+	// them: its annotation rocketmq.kube-namesrv.io/accept-publish-from lists
+	// <namespace>/<name> of the clusters it accepts (or <namespace>/*).
+	// Without that, an editor of any namespace could point the brokers and
+	// clients of another namespace at NameServers of their choosing. An
+	// operator restricted to some namespaces (--namespaces) cannot read
+	// Namespace objects; it publishes only into the namespaces it manages,
+	// which its installer declared one trust domain, and checks no
+	// annotation.
 	// +listType=map
 	// +listMapKey=namespace
 	// +kubebuilder:validation:MaxItems=32
@@ -340,10 +585,14 @@ type PublishSpec struct {
 	Targets []PublishTarget `json:"targets,omitempty"`
 
 	// DrainSeconds is how long a peer removed from the list keeps running
-	// before the StatefulSet shrinks, so that readers of the list (the
-	// kubelet's ConfigMap refresh, then brokers and clients polling the
-	// address server every two minutes) stop using it first.
-	// +kubebuilder:default=180
+	// before the StatefulSet shrinks, so that readers of the list stop using
+	// it first. The default of 240 s is the kubelet's refresh of a mounted
+	// ConfigMap (its sync period, 60 s, plus up to half again of jitter and
+	// cache, so 90 s), then the two minutes after which brokers and Java
+	// clients poll the address server again (120 s), plus 30 s of margin.
+	// Readers that took the list from the environment (envFrom) only see a
+	// change when they restart: no drain covers them.
+	// +kubebuilder:default=240
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
@@ -358,30 +607,15 @@ type PublishTarget struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace"`
 
-	// Name of the copy; defaults to the address ConfigMap's name.
-	// +kubebuilder:validation:MaxLength=253
+	// Name of the client list's copy; defaults to the address ConfigMap's
+	// name. The other two copies add -brokers and -ips to it.
+	// +kubebuilder:validation:MaxLength=245
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	Name string `json:"name,omitempty"`
 }
 
-// Condition types of a NameServerCluster.
-const (
-	// ConditionAvailable is True when at least one published peer is ready,
-	// so brokers and clients can reach a NameServer.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the operator is moving towards the
-	// spec (rolling pods, scaling, publishing, draining).
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the spec cannot be honoured or a
-	// published peer is not ready.
-	ConditionDegraded = "Degraded"
-	// ConditionAddressesPublished is True when every address ConfigMap holds
-	// the list of all spec.replicas peers.
-	ConditionAddressesPublished = "AddressesPublished"
-)
-
-// NameServerClusterStatus is the observed state of the peers and of the list.
+// NameServerClusterStatus is the observed state of the peers and of the lists.
 type NameServerClusterStatus struct {
 	// ObservedGeneration is the generation this status describes.
 	// +optional
@@ -395,36 +629,144 @@ type NameServerClusterStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
-	// PublishedReplicas is the length of the published list: ordinals
-	// 0..publishedReplicas-1 are in it. It only grows once a new peer has been
-	// ready, and shrinks before the StatefulSet does.
+	// UpdatedReplicas is the number of peer pods that run the current pod
+	// template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// PublishedReplicas is the length of the client list.
 	// +optional
 	PublishedReplicas int32 `json:"publishedReplicas,omitempty"`
 
-	// DrainStartTime is when the list last shrank while the removed peers
-	// still run; the StatefulSet shrinks at drainStartTime + drainSeconds.
+	// DrainStartTime is when the client list last lost peers that still
+	// run; the StatefulSet shrinks at drainStartTime + drainSeconds.
 	// +optional
 	DrainStartTime *metav1.Time `json:"drainStartTime,omitempty"`
 
-	// Addresses are the published peers' host:port, by ordinal.
+	// LastPublishTime is when the address ConfigMaps were last written.
+	// +optional
+	LastPublishTime *metav1.Time `json:"lastPublishTime,omitempty"`
+
+	// Addresses are the client list's host:port entries, by ordinal. The
+	// list may have gaps: a new peer joins it as soon as it is ready and
+	// route-complete, whatever the ordinals below it do.
 	// +listType=atomic
 	// +optional
 	Addresses []string `json:"addresses,omitempty"`
 
-	// NamesrvAddr is the published list joined by ';' (the value of the
-	// namesrvAddr key).
+	// NamesrvAddr is the client list joined by ';' (namesrvAddr of the
+	// client ConfigMap).
 	// +optional
 	NamesrvAddr string `json:"namesrvAddr,omitempty"`
+
+	// BrokerNamesrvAddr is the broker list joined by ';' (namesrvAddr of the
+	// broker ConfigMap): every peer that runs or is about to.
+	// +optional
+	BrokerNamesrvAddr string `json:"brokerNamesrvAddr,omitempty"`
+
+	// Peers is what the operator knows of each peer, by ordinal.
+	// +listType=map
+	// +listMapKey=ordinal
+	// +optional
+	Peers []PeerStatus `json:"peers,omitempty"`
+
+	// KVConfig is the state of spec.kvConfig across peers.
+	// +optional
+	KVConfig *KVConfigStatus `json:"kvConfig,omitempty"`
 
 	// Selector of the peer pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// Conditions: Available, Progressing, Degraded and AddressesPublished.
+	// Conditions: Available, Progressing, Degraded, AddressesPublished,
+	// RoutesConsistent and KVConfigInSync (see the Condition* constants).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PeerStatus is one peer as the operator last saw it.
+type PeerStatus struct {
+	// Ordinal of the peer's pod.
+	Ordinal int32 `json:"ordinal"`
+
+	// Name of the peer's pod.
+	Name string `json:"name"`
+
+	// Address is the peer's stable host:port; for a peer in the client list,
+	// the address published there.
+	Address string `json:"address"`
+
+	// PodIP of the peer's pod, when it has one.
+	// +optional
+	PodIP string `json:"podIP,omitempty"`
+
+	// ExternalAddress is the host:port of the peer's external Service, once
+	// known (spec.externalAccess).
+	// +optional
+	ExternalAddress string `json:"externalAddress,omitempty"`
+
+	// Ready is the pod's readiness.
+	Ready bool `json:"ready"`
+
+	// Published tells whether the peer is in the client list.
+	Published bool `json:"published"`
+
+	// Updated tells whether the pod runs the current pod template.
+	Updated bool `json:"updated"`
+
+	// Reachable tells whether the operator could read the peer's route
+	// summary at its last check; unset before any check. An unreachable
+	// peer is reported, never taken for an empty one.
+	// +optional
+	Reachable *bool `json:"reachable,omitempty"`
+
+	// RouteComplete tells whether the peer held, at the last check, every
+	// broker that is live on the other serving peers; unset when unknown.
+	// +optional
+	RouteComplete *bool `json:"routeComplete,omitempty"`
+
+	// Brokers is the number of live brokers the peer held at the last check.
+	// +optional
+	Brokers *int32 `json:"brokers,omitempty"`
+
+	// MissingBrokers are live brokers of the other serving peers that this
+	// peer lacks, as <cluster>/<brokerName>@<address> (at most 10).
+	// +listType=atomic
+	// +optional
+	MissingBrokers []string `json:"missingBrokers,omitempty"`
+
+	// KVConfigInSync tells whether the peer holds spec.kvConfig as the
+	// policy asks; unset when unknown.
+	// +optional
+	KVConfigInSync *bool `json:"kvConfigInSync,omitempty"`
+
+	// KVConfigDrift are the declared keys that differ on this peer, as
+	// <namespace>/<key>: <reason> (at most 10).
+	// +listType=atomic
+	// +optional
+	KVConfigDrift []string `json:"kvConfigDrift,omitempty"`
+
+	// Message says what the peer waits for, or why it cannot be checked.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// KVConfigStatus remembers what spec.kvConfig declared, so that an entry
+// removed from it is removed from every peer too.
+type KVConfigStatus struct {
+	// Declared are the <namespace>/<key> pairs of the last applied spec.
+	// +listType=atomic
+	// +optional
+	Declared []string `json:"declared,omitempty"`
+
+	// Removed are pairs that an earlier spec declared and the current one
+	// does not; the operator asks every peer to delete them, and forgets
+	// them once every peer holds the current declaration.
+	// +listType=atomic
+	// +optional
+	Removed []string `json:"removed,omitempty"`
 }
 
 // NameServerCluster runs N independent RocketMQ NameServer peers and
@@ -436,11 +778,15 @@ type NameServerClusterStatus struct {
 // +kubebuilder:resource:shortName=nsc,categories=rocketmq
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Published",type=integer,JSONPath=`.status.publishedReplicas`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,priority=1
+// +kubebuilder:printcolumn:name="Routes",type=string,JSONPath=`.status.conditions[?(@.type=="RoutesConsistent")].status`,priority=1
 // +kubebuilder:printcolumn:name="Addresses",type=string,JSONPath=`.status.namesrvAddr`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-': it names the Services"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: pod names and their StatefulSet revision labels must fit in 63"
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.publish) || !has(self.spec.publish.configMapName) || self.spec.publish.configMapName != self.metadata.name + '-config'",message="spec.publish.configMapName cannot be <name>-config: that is the NameServer config ConfigMap"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.publish) || !has(self.spec.publish.configMapName) || !(self.spec.publish.configMapName in [self.metadata.name + '-config', self.metadata.name + '-kv'])",message="spec.publish.configMapName cannot be <name>-config or <name>-kv: those are the NameServer config and KV ConfigMaps"
 type NameServerCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
