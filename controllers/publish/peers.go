@@ -1,18 +1,44 @@
 package publish
 
 import (
+	"fmt"
+	"hash/fnv"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // Peer is what the operator observes of one pod.
 type Peer struct {
-	Ready bool
-	IP    string
+	// Terminating pods are on their way out: never ready, never serving.
+	Terminating bool
+	Ready       bool
+	IP          string
+	// HostIP is the node's address, for node-port external access.
+	HostIP string
+	// Revision is the pod's controller-revision-hash: the pod template it
+	// was created from.
+	Revision string
+	// RemotingPort and HTTPPort are the ports its container listens on
+	// (its own spec, which may differ from the cluster's spec during a
+	// port change).
+	RemotingPort int32
+	HTTPPort     int32
+	// Restarts counts its container restarts; a change means the process
+	// restarted with an empty route table.
+	Restarts int32
 }
+
+// Port names of the NameServer container, which the render package also
+// uses; repeated here so this package needs no other.
+const (
+	remotingPortName = "remoting"
+	httpPortName     = "http"
+)
 
 // Peers indexes the pods of a StatefulSet by ordinal. Pods whose name is not
 // <statefulSet>-<ordinal> are ignored; a terminating pod is not ready, since
@@ -25,12 +51,46 @@ func Peers(statefulSet string, pods []corev1.Pod) map[int32]Peer {
 		if !ok {
 			continue
 		}
-		out[ordinal] = Peer{
-			Ready: p.DeletionTimestamp == nil && PodReady(p),
-			IP:    p.Status.PodIP,
+		peer := Peer{
+			Terminating: p.DeletionTimestamp != nil,
+			Ready:       p.DeletionTimestamp == nil && PodReady(p),
+			IP:          p.Status.PodIP,
+			HostIP:      p.Status.HostIP,
+			Revision:    p.Labels[appsv1.ControllerRevisionHashLabelKey],
 		}
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				switch port.Name {
+				case remotingPortName:
+					peer.RemotingPort = port.ContainerPort
+				case httpPortName:
+					peer.HTTPPort = port.ContainerPort
+				}
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			peer.Restarts += cs.RestartCount
+		}
+		out[ordinal] = peer
 	}
 	return out
+}
+
+// Fingerprint changes whenever a peer appears, goes, restarts, changes
+// readiness, address or port: the events after which the operator reads the
+// peers again instead of waiting for the next broker round.
+func Fingerprint(peers map[int32]Peer) string {
+	ordinals := make([]int32, 0, len(peers))
+	for o := range peers {
+		ordinals = append(ordinals, o)
+	}
+	slices.Sort(ordinals)
+	h := fnv.New64a()
+	for _, o := range ordinals {
+		p := peers[o]
+		fmt.Fprintf(h, "%d|%v|%v|%s|%s|%d|%d|%d\n", o, p.Terminating, p.Ready, p.IP, p.Revision, p.RemotingPort, p.HTTPPort, p.Restarts)
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 // Ordinal parses a StatefulSet pod name.
@@ -56,19 +116,15 @@ func PodReady(p *corev1.Pod) bool {
 	return false
 }
 
-// ReadyIPs are the IPs of the ready peers among ordinals 0..published-1, by
-// ordinal: the list for clients that cannot use host names.
-func ReadyIPs(peers map[int32]Peer, published int32) []string {
-	ordinals := make([]int32, 0, len(peers))
-	for o, p := range peers {
-		if o < published && p.Ready && p.IP != "" {
-			ordinals = append(ordinals, o)
+// ReadyIPs are ip:port of the ready peers among the published ordinals
+// (sorted), each with the port its pod listens on: the list for clients that
+// cannot use host names.
+func ReadyIPs(peers map[int32]Peer, published []int32) []string {
+	ips := make([]string, 0, len(published))
+	for _, o := range published {
+		if p, ok := peers[o]; ok && p.Ready && p.IP != "" && p.RemotingPort > 0 {
+			ips = append(ips, net.JoinHostPort(p.IP, strconv.Itoa(int(p.RemotingPort))))
 		}
-	}
-	slices.Sort(ordinals)
-	ips := make([]string, 0, len(ordinals))
-	for _, o := range ordinals {
-		ips = append(ips, peers[o].IP)
 	}
 	return ips
 }

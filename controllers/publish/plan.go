@@ -1,80 +1,130 @@
-// Package publish decides which peers are in the published address list and
-// how many pods the StatefulSet keeps, from state that is persisted in the
-// cluster's status. Being a pure function of that state, the decision is the
-// same after a manager restart, so a restarted operator never publishes a
-// list that a running one would not.
+// Package publish decides which peers are in the client list and how many
+// pods the StatefulSet keeps, from state that is persisted in the cluster's
+// status. Being a pure function of that state and of what the peers are
+// observed to do, the decision is the same after a manager restart, so a
+// restarted operator never publishes a list that a running one would not.
 package publish
 
 import (
+	"slices"
 	"time"
 )
 
-// Input is what the plan depends on; all of it survives a manager restart.
+// Input is what the plan depends on.
 type Input struct {
 	// Desired is spec.replicas.
 	Desired int32
-	// Published is status.publishedReplicas: ordinals 0..Published-1 are
-	// in the list.
-	Published int32
+	// Published are the ordinals of the client list now
+	// (status.peers[].published), in any order.
+	Published []int32
 	// DrainStart is status.drainStartTime, nil when no drain is running.
 	DrainStart *time.Time
 	// Drain is spec.publish.drainSeconds.
 	Drain time.Duration
 	// Current is the existing StatefulSet's spec.replicas, nil without one.
 	Current *int32
-	// Ready tells whether the pod of an ordinal exists and is ready now.
-	Ready func(ordinal int32) bool
+	// Serving tells whether the peer of an ordinal can take clients now:
+	// its pod is ready and it was checked to hold every broker the other
+	// serving peers hold (or, when the operator cannot read it, ready).
+	Serving func(ordinal int32) bool
 	// Now is the reconcile's time.
 	Now time.Time
 }
 
 // Plan is what the reconciler applies and persists.
 type Plan struct {
-	// Published is the new list length.
-	Published int32
-	// Replicas is the StatefulSet's spec.replicas.
+	// Published are the ordinals of the new client list, sorted.
+	Published []int32
+	// Replicas is the StatefulSet's spec.replicas; the broker list names
+	// ordinals 0..Replicas-1.
 	Replicas int32
 	// DrainStart is the new status.drainStartTime.
 	DrainStart *time.Time
 	// RequeueAfter is the time left in the drain (zero when none runs); the
 	// reconciler is called again then, without polling.
 	RequeueAfter time.Duration
+	// Held is set while a scale-down waits: removing the peers above
+	// Desired would keep peers that do not serve (HeldFor) in place of
+	// peers that do.
+	Held    bool
+	HeldFor []int32
+	// Waiting are the ordinals below Desired not in the client list yet.
+	Waiting []int32
 }
 
 // Draining tells whether removed peers are still running.
 func (p Plan) Draining() bool { return p.DrainStart != nil }
 
 // Decide computes the plan. The invariants it keeps:
-//   - the list is always ordinals 0..Published-1, and Published <= Replicas,
+//   - the client list only names ordinals below the StatefulSet's replicas,
 //     so it never names a pod that is not meant to run;
-//   - an ordinal joins the list only while its pod is ready, and ordinals join
-//     in order, so a gap never appears;
-//   - a listed peer that restarts or turns unready stays listed (its name is
-//     stable), so brokers are not disturbed;
+//   - an ordinal joins the client list only while it serves, whatever the
+//     ordinals below it do: one pending pod does not hide the ready ones
+//     above it, and the list may have gaps;
+//   - a listed peer below Desired that restarts or turns unready stays
+//     listed: its name is stable, brokers and clients keep it, and its
+//     start-up route gate turns clients away until it serves again;
+//   - a scale-down never removes a serving peer while a peer that would
+//     remain does not serve: it is held until they do;
 //   - on scale-down the list shrinks first and the StatefulSet follows only
 //     after the drain period, counted from the last shrink.
 func Decide(in Input) Plan {
-	plan := Plan{Published: in.Published, DrainStart: in.DrainStart}
-	if in.Desired < plan.Published {
-		plan.Published = in.Desired
-		// Status times have whole seconds; rounding up keeps the persisted
-		// start no earlier than the real one, so the drain is never short.
-		start := in.Now.Truncate(time.Second)
-		if start.Before(in.Now) {
-			start = start.Add(time.Second)
-		}
-		plan.DrainStart = &start
-	} else {
-		for plan.Published < in.Desired && in.Ready(plan.Published) {
-			plan.Published++
+	plan := Plan{DrainStart: in.DrainStart}
+	var removed []int32
+	kept := map[int32]bool{}
+	for _, o := range in.Published {
+		if o < in.Desired {
+			kept[o] = true
+		} else {
+			removed = append(removed, o)
 		}
 	}
+	for o := range in.Desired {
+		if !kept[o] && in.Serving(o) {
+			kept[o] = true
+		}
+		if !kept[o] {
+			plan.Waiting = append(plan.Waiting, o)
+		}
+	}
+
+	if len(removed) > 0 {
+		for o := range in.Desired {
+			if !in.Serving(o) {
+				plan.HeldFor = append(plan.HeldFor, o)
+			}
+		}
+		plan.Held = len(plan.HeldFor) > 0 && slices.ContainsFunc(removed, in.Serving)
+		if plan.Held {
+			for _, o := range removed {
+				kept[o] = true
+			}
+		} else {
+			// Status times have whole seconds; rounding up keeps the
+			// persisted start no earlier than the real one, so the drain is
+			// never short.
+			start := in.Now.Truncate(time.Second)
+			if start.Before(in.Now) {
+				start = start.Add(time.Second)
+			}
+			plan.DrainStart = &start
+		}
+	}
+	if !plan.Held {
+		plan.HeldFor = nil
+	}
+	for o := range kept {
+		plan.Published = append(plan.Published, o)
+	}
+	slices.Sort(plan.Published)
 
 	plan.Replicas = in.Desired
 	switch {
 	case in.Current == nil || *in.Current <= in.Desired:
 		// Nothing beyond Desired runs: no drain is needed any more.
 		plan.DrainStart = nil
+	case plan.Held:
+		plan.Replicas = *in.Current
 	case plan.DrainStart != nil:
 		end := plan.DrainStart.Add(in.Drain)
 		if in.Now.Before(end) {
