@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,14 +21,17 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
 
-// problem is a part of the spec the operator cannot honour. It is reported
-// as a condition and a Warning event, not retried in a loop: a change of the
-// spec or of the blocking object triggers the next attempt.
+// problem is a part of the spec the operator cannot honour now. It is
+// reported in the conditions and as a Warning event; Retry ones are tried
+// again with back-off, because whatever refused (a quota, a webhook, an
+// object in the way) may change without the operator hearing of it.
 type problem struct {
+	// Reason is one of the v1alpha1.Refusal* reasons.
 	Reason  string
 	Message string
 	// Related is the object the problem is about, named in its event.
 	Related client.Object
+	Retry   bool
 }
 
 // child is one rendered object with what applyChild needs to report on it.
@@ -39,7 +41,7 @@ type child struct {
 	// meta is the apply configuration's own metadata, which the client fills
 	// with the server's answer (resourceVersion) after the apply.
 	meta *metav1ac.ObjectMetaApplyConfiguration
-	// existing is an empty object of the same kind, for the cache lookup.
+	// existing is an empty object of the same kind, for the lookup.
 	existing client.Object
 }
 
@@ -67,14 +69,20 @@ func (ch child) key() client.ObjectKey {
 // restores any field we own that was edited by hand, and records an event
 // when the object was created or changed. A no-op apply changes nothing on
 // the server, so steady state causes no writes and no events.
+//
+// An object of the same name that is not this cluster's is never taken
+// over: an apply would rewrite its fields and, through the owner reference,
+// let the garbage collector delete it with the cluster. The cache only holds
+// the operator's labelled objects, so a miss is confirmed with a live read.
 func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha1.NameServerCluster, ch child) ([]problem, error) {
 	key := ch.key()
-	found := true
-	switch err := r.Get(ctx, key, ch.existing); {
-	case apierrors.IsNotFound(err):
-		found = false
-	case err != nil:
+	found, err := r.getLive(ctx, key, ch.existing)
+	if err != nil {
 		return nil, fmt.Errorf("reading %s %s: %w", ch.kind, key, err)
+	}
+	if found && !r.belongs(c, ch.existing) {
+		return []problem{{Reason: v1alpha1.RefusalNotOwned, Retry: true, Related: ch.existing, Message: fmt.Sprintf(
+			"%s %s exists and is not this cluster's (%s); it is left alone: delete or rename it", ch.kind, key, ownerOf(ch.existing))}}, nil
 	}
 	// Events name the child as their related object; events.k8s.io merges
 	// events that differ only in their note into one series, so without it
@@ -82,8 +90,8 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 	ch.existing.SetNamespace(key.Namespace)
 	ch.existing.SetName(key.Name)
 	if err := r.Apply(ctx, ch.ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		if refused(err) {
-			return []problem{{Reason: "ApplyRefused", Message: fmt.Sprintf("the API server refused %s %s: %v", ch.kind, key, err), Related: ch.existing}}, nil
+		if p, ok := refusal(err, ch.kind, key, ch.existing); ok {
+			return []problem{p}, nil
 		}
 		return nil, fmt.Errorf("applying %s %s: %w", ch.kind, key, err)
 	}
@@ -94,6 +102,59 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, "Updated", "Update", "updated %s %s", ch.kind, key)
 	}
 	return nil, nil
+}
+
+// getLive reads an object through the cache, and around it when the cache
+// does not hold it.
+func (r *NameServerClusterReconciler) getLive(ctx context.Context, key client.ObjectKey, into client.Object) (bool, error) {
+	err := r.Get(ctx, key, into)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, into)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// belongs tells whether an existing object is this cluster's: controlled by
+// it in its namespace, or labelled as its copy elsewhere.
+func (r *NameServerClusterReconciler) belongs(c *v1alpha1.NameServerCluster, o client.Object) bool {
+	if o.GetNamespace() == c.Namespace {
+		ref := metav1.GetControllerOf(o)
+		return ref != nil && ref.UID == c.UID
+	}
+	l := o.GetLabels()
+	return l[render.LabelManagedBy] == render.ManagedBy && l[render.LabelInstance] == c.Name && l[render.LabelClusterNamespace] == c.Namespace
+}
+
+// ownerOf describes who an object belongs to, for the refusal message.
+func ownerOf(o client.Object) string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return fmt.Sprintf("controlled by %s %s", ref.Kind, ref.Name)
+	}
+	if m := o.GetLabels()[render.LabelManagedBy]; m != "" {
+		return "managed by " + m
+	}
+	return "created by someone else"
+}
+
+// refusal turns an API error the operator cannot fix by retrying at once
+// into a problem. Invalid objects (an immutable field changed) wait for a
+// spec change; anything else the server refused (a quota, a webhook, a
+// permission, a missing namespace) is retried with back-off.
+func refusal(err error, kind string, key client.ObjectKey, related client.Object) (problem, bool) {
+	msg := fmt.Sprintf("the API server refused %s %s: %v", kind, key, err)
+	switch {
+	case apierrors.IsInvalid(err):
+		return problem{Reason: v1alpha1.RefusalInvalid, Message: msg, Related: related}, true
+	case apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
+		return problem{Reason: v1alpha1.RefusalAPIServer, Message: msg + " (retrying with back-off)", Related: related, Retry: true}, true
+	}
+	return problem{}, false
 }
 
 // changed tells whether an apply changed the object it was read as before.
@@ -107,126 +168,60 @@ func changed(before client.Object, after *metav1ac.ObjectMetaApplyConfiguration)
 	return ptr.Deref(after.ResourceVersion, "") != before.GetResourceVersion()
 }
 
-// refused tells the errors that retrying cannot fix: the object is invalid
-// (an immutable field changed), the operator may not write there, or the
-// namespace does not exist.
-func refused(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
+// deleteChild deletes an object of this cluster that is no longer wanted.
+func (r *NameServerClusterReconciler) deleteChild(ctx context.Context, c *v1alpha1.NameServerCluster, kind string, o client.Object, why string) error {
+	found, err := r.getLive(ctx, client.ObjectKeyFromObject(o), o)
+	if err != nil || !found || !metav1.IsControlledBy(o, c) {
+		if err != nil {
+			return fmt.Errorf("reading %s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err)
+		}
+		return nil
+	}
+	if err := r.Delete(ctx, o, client.Preconditions{UID: ptr.To(o.GetUID())}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err)
+	}
+	r.Recorder.Eventf(c, o, corev1.EventTypeNormal, "Deleted", "Delete", "deleted %s %s/%s: %s", kind, o.GetNamespace(), o.GetName(), why)
+	return nil
 }
 
 func (r *NameServerClusterReconciler) reconcilePDB(ctx context.Context, c *v1alpha1.NameServerCluster) ([]problem, error) {
 	if render.PodDisruptionBudgetEnabled(c) {
 		return r.applyChild(ctx, c, pdbChild(render.PodDisruptionBudget(c)))
 	}
-	pdb := &policyv1.PodDisruptionBudget{}
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.PodDisruptionBudgetName(c)}, pdb); {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the PodDisruptionBudget of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	if !metav1.IsControlledBy(pdb, c) {
-		return nil, nil
-	}
-	if err := r.Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID}); client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("deleting the PodDisruptionBudget of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	r.Recorder.Eventf(c, pdb, corev1.EventTypeNormal, "Deleted", "Delete", "deleted PodDisruptionBudget %s/%s: spec.podDisruptionBudget.enabled is false", pdb.Namespace, pdb.Name)
-	return nil, nil
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.PodDisruptionBudgetName(c)}}
+	return nil, r.deleteChild(ctx, c, "PodDisruptionBudget", pdb, "spec.podDisruptionBudget.enabled is false")
 }
 
-// publishAddresses writes the list into the address ConfigMap and each
-// target, and deletes the copies that are no longer wanted.
-func (r *NameServerClusterReconciler) publishAddresses(ctx context.Context, c *v1alpha1.NameServerCluster, data map[string]string) ([]problem, error) {
-	type dest struct{ namespace, name string }
-	dests := []dest{{c.Namespace, render.AddressConfigMapName(c)}}
+// reconcileExternal applies the per-peer external Services of the peers
+// that run, and deletes the others.
+func (r *NameServerClusterReconciler) reconcileExternal(ctx context.Context, c *v1alpha1.NameServerCluster, o *observed, replicas int32) ([]problem, error) {
 	var problems []problem
-	for _, t := range c.Spec.Publish.Targets {
-		target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: render.TargetName(c, t)}}
-		switch {
-		case t.Namespace == c.Namespace:
-			problems = append(problems, problem{"TargetRefused", fmt.Sprintf(
-				"spec.publish.targets: namespace %q is the cluster's own; set spec.publish.configMapName instead", t.Namespace), target})
-		case !r.watches(t.Namespace):
-			problems = append(problems, problem{"TargetRefused", fmt.Sprintf(
-				"spec.publish.targets: namespace %q is outside the namespaces this operator manages (%v)", t.Namespace, r.Namespaces), target})
-		default:
-			dests = append(dests, dest{t.Namespace, render.TargetName(c, t)})
-		}
-	}
-
-	keep := map[client.ObjectKey]bool{}
-	for _, d := range dests {
-		key := client.ObjectKey{Namespace: d.namespace, Name: d.name}
-		keep[key] = true
-		foreign, err := r.foreignConfigMap(ctx, c, key)
-		if err != nil {
-			return nil, err
-		}
-		if foreign {
-			problems = append(problems, problem{"TargetRefused", fmt.Sprintf(
-				"ConfigMap %s exists and was not created for this cluster; it is left alone: choose another name in spec.publish", key),
-				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}})
+	for ordinal := range int32(maxOrdinal(c, o)) {
+		if c.Spec.ExternalAccess != nil && ordinal < replicas {
+			p, err := r.applyChild(ctx, c, serviceChild(render.ExternalService(c, ordinal)))
+			if err != nil {
+				return nil, err
+			}
+			problems = append(problems, p...)
 			continue
 		}
-		p, err := r.applyChild(ctx, c, configMapChild(render.AddressConfigMap(c, d.namespace, d.name, data)))
-		if err != nil {
+		if o.external[ordinal] == nil {
+			continue
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.ExternalServiceName(c, ordinal)}}
+		if err := r.deleteChild(ctx, c, "Service", svc, "its peer no longer runs or spec.externalAccess is unset"); err != nil {
 			return nil, err
 		}
-		for i := range p {
-			p[i].Reason = "TargetRefused"
-		}
-		problems = append(problems, p...)
-	}
-	if err := r.deleteTargets(ctx, c, keep); err != nil {
-		return nil, err
 	}
 	return problems, nil
 }
 
-// watches tells whether the manager's cache covers a namespace.
-func (r *NameServerClusterReconciler) watches(namespace string) bool {
-	return len(r.Namespaces) == 0 || slices.Contains(r.Namespaces, namespace)
+func clientKey(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
 }
 
-// foreignConfigMap tells whether a ConfigMap exists that this cluster did
-// not publish, which it must not overwrite. The cache holds only the
-// operator's ConfigMaps, so a miss is confirmed with a live read.
-func (r *NameServerClusterReconciler) foreignConfigMap(ctx context.Context, c *v1alpha1.NameServerCluster, key client.ObjectKey) (bool, error) {
-	cm := &corev1.ConfigMap{}
-	err := r.Get(ctx, key, cm)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, cm)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading ConfigMap %s: %w", key, err)
-	}
-	l := cm.Labels
-	return l[render.LabelManagedBy] != render.ManagedBy || l[render.LabelInstance] != c.Name || l[render.LabelClusterNamespace] != c.Namespace, nil
-}
-
-// deleteTargets deletes this cluster's address ConfigMaps that are not in
-// keep (nil keeps none in other namespaces: the cluster is going away).
-func (r *NameServerClusterReconciler) deleteTargets(ctx context.Context, c *v1alpha1.NameServerCluster, keep map[client.ObjectKey]bool) error {
-	list := &corev1.ConfigMapList{}
-	if err := r.List(ctx, list, client.MatchingLabels{
-		render.LabelManagedBy: render.ManagedBy, render.LabelInstance: c.Name, render.LabelClusterNamespace: c.Namespace,
-	}); err != nil {
-		return fmt.Errorf("listing the address ConfigMaps of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		key := client.ObjectKeyFromObject(cm)
-		if keep[key] || (keep == nil && cm.Namespace == c.Namespace) {
-			continue
-		}
-		if err := r.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting ConfigMap %s: %w", key, err)
-		}
-		r.Recorder.Eventf(c, cm, corev1.EventTypeNormal, "Deleted", "Delete", "deleted address ConfigMap %s", key)
-	}
-	return nil
+// preconditionUID deletes exactly the object that was read, never a
+// successor of the same name.
+func preconditionUID(o client.Object) client.Preconditions {
+	return client.Preconditions{UID: ptr.To(o.GetUID())}
 }

@@ -1,14 +1,20 @@
-// Package controllers holds the NameServerCluster reconciler: it applies the
-// objects rendered by package render, decides the published list with
-// package publish, and reports what it did in status, conditions and events.
-// It reacts to watch events only; the one timer it sets is the end of a
-// scale-down drain.
+// Package controllers holds the NameServerCluster reconciler. Each reconcile
+// observes the cluster's pods and reads its NameServers' route summaries
+// (observe.go), decides with pure planners what the client and broker lists
+// hold, which peer to restart next and what each starting peer must wait for
+// (decide.go and the packages publish, rollout, routecheck and kvcheck),
+// acts on the peers (peers.go), applies the rendered children
+// (children.go, addresses.go), and reports in status, conditions, events and
+// metrics (status.go). It reacts to watch events, plus three timers: the end
+// of a drain, the next broker round, and a back-off after a refusal.
 package controllers
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,11 +31,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
 	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
@@ -38,14 +45,20 @@ import (
 const (
 	// FieldOwner is the server-side apply field manager of every child.
 	FieldOwner = "kube-namesrv"
-	// Finalizer lets the operator delete the address ConfigMaps it copied
-	// into other namespaces, which owner references cannot reach.
-	Finalizer = "rocketmq.kube-namesrv.io/published-targets"
+	// LegacyFinalizer is the finalizer of earlier releases, which deleted
+	// the copies of the address ConfigMap in other namespaces. The operator
+	// now deletes them when it sees the cluster gone, without a finalizer,
+	// so that uninstalling the operator before its clusters cannot leave
+	// them undeletable; it removes this finalizer from older clusters.
+	LegacyFinalizer = "rocketmq.kube-namesrv.io/published-targets"
+	// peerTimeout bounds one HTTP request to a NameServer peer.
+	peerTimeout = 2 * time.Second
 )
 
 // NameServerClusterReconciler turns NameServerClusters into running peers
-// and a published address list. It keeps no state between calls: everything
-// it needs is in the cluster's spec and status and in its children.
+// and published address lists. Its memory across calls is an optimisation:
+// everything a decision needs is in the cluster's spec and status, its
+// children and what the peers report.
 type NameServerClusterReconciler struct {
 	client.Client
 	// APIReader reads around the cache, to tell a missing object from one
@@ -56,32 +69,44 @@ type NameServerClusterReconciler struct {
 	// Namespaces the manager watches; empty means all.
 	Namespaces []string
 	Clock      clock.PassiveClock
+	// Peers reads the NameServers; SetupWithManager creates one over HTTP
+	// when it is nil.
+	Peers *peerclient.Observer
+
+	retries   backoffs
+	published publishTimes
 }
 
 // RBAC, least privilege. Children are written by server-side apply (patch;
 // create for the first apply) and never updated otherwise.
 //
-// The clusters themselves: read, and patch to add or remove the finalizer.
+// The clusters themselves: read, and patch to remove the finalizer of older
+// releases.
 // +kubebuilder:rbac:groups=rocketmq.kube-namesrv.io,resources=nameserverclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=rocketmq.kube-namesrv.io,resources=nameserverclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=rocketmq.kube-namesrv.io,resources=nameserverclusters/finalizers,verbs=update
 // Children in the cluster's namespace; the garbage collector deletes them.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// The per-peer external Services are deleted when externalAccess is removed
+// or the cluster scales down.
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // The PDB is deleted when spec.podDisruptionBudget.enabled turns false.
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // Config and address ConfigMaps; copies in other namespaces are deleted by hand.
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
-// Pods are only read: their readiness drives publication, their IPs the IP list.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// Namespaces are only watched, to publish into a target namespace created later.
+// Pods are read (readiness, revision, ports) and deleted one at a time to
+// roll them to a new template (the StatefulSet's strategy is OnDelete).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// Namespaces are only read, for the publish opt-in annotation and to
+// publish into a target namespace created later.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // No access to Secrets: the kubelet mounts the spec.tls Secrets into the
 // pods; the operator only names them.
 
-// Reconcile brings one cluster's children and published list towards its spec.
+// Reconcile brings one cluster's children and published lists towards its
+// spec.
 func (r *NameServerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcileRequest(ctx, req)
 	if apierrors.IsConflict(err) {
@@ -96,139 +121,37 @@ func (r *NameServerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Re
 func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &v1alpha1.NameServerCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
-		if apierrors.IsNotFound(err) {
-			metrics.Forget(req.Namespace, req.Name)
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		// Gone: its children in its namespace are owned and garbage
+		// collected; the copies elsewhere are found by their labels.
+		metrics.Forget(req.Namespace, req.Name)
+		r.retries.forget(req.NamespacedName)
+		return ctrl.Result{}, r.deleteTargets(ctx, req.Namespace, req.Name, nil, nil)
 	}
 	if !c.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, c)
+		r.Peers.Forget(c.UID)
+		return ctrl.Result{}, r.releaseLegacyFinalizer(ctx, c)
 	}
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
-		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(c, Finalizer)
-		if err := r.Patch(ctx, c, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer to %s: %w", req, err)
-		}
+	if err := r.releaseLegacyFinalizer(ctx, c); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcile(ctx, c)
 }
 
-func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1.NameServerCluster) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
-	now := r.Clock.Now()
-
-	sts := &appsv1.StatefulSet{}
-	var current *int32
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.StatefulSetName(c)}, sts); {
-	case err == nil:
-		current = ptr.To(ptr.Deref(sts.Spec.Replicas, 1))
-	case apierrors.IsNotFound(err):
-		sts = nil
-	default:
-		return ctrl.Result{}, fmt.Errorf("reading the StatefulSet of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(render.SelectorLabels(c))); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing the pods of %s/%s: %w", c.Namespace, c.Name, err)
-	}
-	peers := publish.Peers(render.StatefulSetName(c), pods.Items)
-
-	var drainStart *time.Time
-	if c.Status.DrainStartTime != nil {
-		drainStart = ptr.To(c.Status.DrainStartTime.Time)
-	}
-	plan := publish.Decide(publish.Input{
-		Desired:    ptr.Deref(c.Spec.Replicas, 1),
-		Published:  c.Status.PublishedReplicas,
-		DrainStart: drainStart,
-		Drain:      time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second,
-		Current:    current,
-		Ready:      func(o int32) bool { return peers[o].Ready },
-		Now:        now,
-	})
-
-	// Order matters for a manager stopped half-way, or a status write lost
-	// to a conflict. status.publishedReplicas must never be shorter than a
-	// list some ConfigMap holds: otherwise a scale-down right after would
-	// take those peers for never-published ones and remove them without a
-	// drain. So a longer list is recorded before it is published, and a
-	// shorter one is published before it is recorded, which also keeps a
-	// recorded drain start no earlier than the shrink it times. The
-	// StatefulSet, which shrinks only once a recorded drain is over, comes
-	// after the list.
-	var recordErr error
-	if plan.Published > c.Status.PublishedReplicas {
-		growing := c.Status.DeepCopy()
-		growing.PublishedReplicas = plan.Published
-		growing.Addresses = render.PeerAddresses(c, r.Render, plan.Published)
-		growing.NamesrvAddr = strings.Join(growing.Addresses, ";")
-		if recordErr = r.writeStatus(ctx, c, *growing); recordErr != nil {
-			// Unrecorded, the longer list is not published; the rest of
-			// the cluster is still brought to spec.
-			plan.Published = c.Status.PublishedReplicas
-		}
-	}
-	addresses := render.PeerAddresses(c, r.Render, plan.Published)
-	var problems []problem
-	data := render.AddressData(c, r.Render, plan.Published, publish.ReadyIPs(peers, plan.Published))
-	steps := []func() ([]problem, error){
-		func() ([]problem, error) { return r.applyChild(ctx, c, configMapChild(render.ConfigConfigMap(c))) },
-		func() ([]problem, error) { return r.applyChild(ctx, c, serviceChild(render.HeadlessService(c))) },
-		func() ([]problem, error) { return r.applyChild(ctx, c, serviceChild(render.ClientService(c))) },
-		func() ([]problem, error) { return r.publishAddresses(ctx, c, data) },
-		func() ([]problem, error) { return r.reconcilePDB(ctx, c) },
-		func() ([]problem, error) {
-			ac, err := render.StatefulSet(c, r.Render, plan.Replicas)
-			if err != nil {
-				return nil, err
-			}
-			return r.applyChild(ctx, c, statefulSetChild(ac))
-		},
-	}
-	for _, step := range steps {
-		p, err := step()
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		problems = append(problems, p...)
-	}
-
-	if recordErr != nil {
-		return ctrl.Result{}, recordErr
-	}
-	status := computeStatus(statusInput{
-		Cluster:     c,
-		Plan:        plan,
-		StatefulSet: sts,
-		Peers:       peers,
-		Addresses:   addresses,
-		Problems:    problems,
-		Now:         now,
-	})
-	old := c.Status
-	if err := r.writeStatus(ctx, c, status); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.warnRefusals(c, old, status, problems)
-	recordMetrics(c, plan, peers)
-	if plan.Draining() {
-		log.V(1).Info("draining removed peers", "until", plan.DrainStart.Add(time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0))*time.Second))
-	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
-}
-
-// finalize deletes the copies of the address ConfigMap in other namespaces,
-// then lets the cluster go; everything else is owned and garbage collected.
-func (r *NameServerClusterReconciler) finalize(ctx context.Context, c *v1alpha1.NameServerCluster) error {
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+// releaseLegacyFinalizer removes the finalizer older releases added.
+func (r *NameServerClusterReconciler) releaseLegacyFinalizer(ctx context.Context, c *v1alpha1.NameServerCluster) error {
+	if !controllerutil.ContainsFinalizer(c, LegacyFinalizer) {
 		return nil
 	}
-	if err := r.deleteTargets(ctx, c, nil); err != nil {
-		return err
+	if !c.DeletionTimestamp.IsZero() {
+		if err := r.deleteTargets(ctx, c.Namespace, c.Name, nil, nil); err != nil {
+			return err
+		}
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(c, Finalizer)
+	controllerutil.RemoveFinalizer(c, LegacyFinalizer)
 	if err := r.Patch(ctx, c, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing the finalizer of %s/%s: %w", c.Namespace, c.Name, err)
 	}
@@ -237,9 +160,12 @@ func (r *NameServerClusterReconciler) finalize(ctx context.Context, c *v1alpha1.
 
 // SetupWithManager registers the controller and its watches. Children in the
 // cluster's namespace are owned; pods (owned by the StatefulSet), copies of
-// the address ConfigMap in other namespaces, and namespaces that targets
+// the address ConfigMaps in other namespaces, and namespaces that targets
 // wait for are mapped back to their clusters by labels and names.
 func (r *NameServerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Peers == nil {
+		r.Peers = &peerclient.Observer{Client: peerclient.NewHTTP(peerTimeout)}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NameServerCluster{}).
 		Owns(&appsv1.StatefulSet{}).
@@ -253,9 +179,40 @@ func (r *NameServerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// watch either: it may publish only into those namespaces, which exist
 	// because its Roles live there.
 	if len(r.Namespaces) == 0 {
-		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToClusters), builder.WithPredicates(createdOnly()))
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceToClusters), builder.WithPredicates(namespaceOptIn()))
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.sweepOrphans)); err != nil {
+		return fmt.Errorf("adding the sweep of orphaned address ConfigMaps: %w", err)
 	}
 	return b.Named("nameservercluster").Complete(r)
+}
+
+// sweepOrphans deletes, once the manager leads, the copies of address
+// ConfigMaps whose cluster was deleted while no manager ran.
+func (r *NameServerClusterReconciler) sweepOrphans(ctx context.Context) error {
+	list := &corev1.ConfigMapList{}
+	if err := r.List(ctx, list, client.HasLabels{render.LabelClusterNamespace}, client.MatchingLabels{render.LabelManagedBy: render.ManagedBy}); err != nil {
+		return fmt.Errorf("listing address ConfigMaps: %w", err)
+	}
+	seen := map[types.NamespacedName]bool{}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		owner := types.NamespacedName{Namespace: cm.Labels[render.LabelClusterNamespace], Name: cm.Labels[render.LabelInstance]}
+		if owner.Name == "" || cm.Namespace == owner.Namespace || seen[owner] {
+			continue
+		}
+		seen[owner] = true
+		err := r.Get(ctx, owner, &v1alpha1.NameServerCluster{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := r.deleteTargets(ctx, owner.Namespace, owner.Name, nil, nil); err != nil {
+				logf.FromContext(ctx).Error(err, "deleting orphaned address ConfigMaps", "cluster", owner)
+			}
+		case err != nil:
+			logf.FromContext(ctx).Error(err, "reading the cluster of an address ConfigMap", "cluster", owner)
+		}
+	}
+	return nil
 }
 
 // podToCluster maps a peer pod to its cluster through the selector labels.
@@ -267,8 +224,9 @@ func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[render.LabelInstance]}}}
 }
 
-// peerChanged lets through only the pod changes publication depends on:
-// readiness, IP, termination, and pods appearing or going.
+// peerChanged lets through only the pod changes the operator acts on:
+// readiness, IP, restarts, revision, termination, and pods appearing or
+// going.
 func peerChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPod, okOld := e.ObjectOld.(*corev1.Pod)
@@ -276,13 +234,22 @@ func peerChanged() predicate.Predicate {
 		if !okOld || !okNew {
 			return true
 		}
-		return publish.PodReady(oldPod) != publish.PodReady(newPod) ||
-			oldPod.Status.PodIP != newPod.Status.PodIP ||
-			oldPod.DeletionTimestamp.IsZero() != newPod.DeletionTimestamp.IsZero()
+		peers := func(p *corev1.Pod) string {
+			return publish.Fingerprint(publish.Peers(podStatefulSet(p), []corev1.Pod{*p}))
+		}
+		return peers(oldPod) != peers(newPod) || oldPod.Status.HostIP != newPod.Status.HostIP
 	}}
 }
 
-// targetToCluster maps a copy of the address ConfigMap in another namespace
+// podStatefulSet is the StatefulSet name a peer pod belongs to.
+func podStatefulSet(p *corev1.Pod) string {
+	if i := strings.LastIndexByte(p.Name, '-'); i > 0 {
+		return p.Name[:i]
+	}
+	return p.Name
+}
+
+// targetToCluster maps a copy of an address ConfigMap in another namespace
 // to its cluster, so a copy edited or deleted by hand is restored.
 func targetToCluster(_ context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
@@ -293,49 +260,64 @@ func targetToCluster(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// namespaceToClusters wakes the clusters waiting to publish into a namespace
-// that has just been created.
+// namespaceToClusters wakes the clusters that publish into a namespace that
+// has just been created or whose opt-in annotation changed.
 func (r *NameServerClusterReconciler) namespaceToClusters(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1alpha1.NameServerClusterList{}
 	if err := r.List(ctx, list); err != nil {
-		logf.FromContext(ctx).Error(err, "listing clusters for a new namespace", "namespace", o.GetName())
+		logf.FromContext(ctx).Error(err, "listing clusters for a namespace", "namespace", o.GetName())
 		return nil
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		for _, t := range list.Items[i].Spec.Publish.Targets {
-			if t.Namespace == o.GetName() {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-				break
-			}
+		if slices.ContainsFunc(list.Items[i].Spec.Publish.Targets, func(t v1alpha1.PublishTarget) bool { return t.Namespace == o.GetName() }) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return out
 }
 
-func createdOnly() predicate.Predicate {
+// namespaceOptIn lets through namespaces created, and changes of their
+// opt-in annotation.
+func namespaceOptIn() predicate.Predicate {
 	return predicate.Funcs{
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[v1alpha1.AnnotationAcceptPublishFrom] != e.ObjectNew.GetAnnotations()[v1alpha1.AnnotationAcceptPublishFrom]
+		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }
 
-// recordMetrics exports the cluster's state as just written to its status.
-func recordMetrics(c *v1alpha1.NameServerCluster, plan publish.Plan, peers map[int32]publish.Peer) {
-	m := metrics.Cluster{
-		Namespace: c.Namespace, Name: c.Name,
-		Desired:          ptr.Deref(c.Spec.Replicas, 1),
-		Ready:            c.Status.ReadyReplicas,
-		Published:        c.Status.PublishedReplicas,
-		RoutesConsistent: -1,
-		KVConfigInSync:   -1,
-		Draining:         plan.Draining(),
+// backoffs spaces the retries of refused writes, per cluster: a quota or
+// a webhook that refuses once may accept later, and nothing else would
+// wake the cluster up.
+type backoffs struct {
+	mu       sync.Mutex
+	attempts map[types.NamespacedName]int
+}
+
+const (
+	backoffBase = 2 * time.Second
+	backoffMax  = 5 * time.Minute
+)
+
+// next records a failed attempt and returns how long to wait.
+func (b *backoffs) next(key types.NamespacedName) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.attempts == nil {
+		b.attempts = map[types.NamespacedName]int{}
 	}
-	for o := range plan.Published {
-		if peers[o].Ready {
-			m.Serving++
-		}
-	}
-	metrics.Record(m)
+	n := b.attempts[key]
+	b.attempts[key] = n + 1
+	d := backoffBase << min(n, 16)
+	return min(d, backoffMax)
+}
+
+// forget resets a cluster's back-off once nothing is refused.
+func (b *backoffs) forget(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.attempts, key)
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,52 +17,147 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/kvcheck"
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
-	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/controllers/routecheck"
 )
 
-// reasonBlocked marks Progressing=False when part of the spec is refused.
-const reasonBlocked = "Blocked"
+// maxListedInStatus bounds the per-peer lists of missing brokers and
+// drifted keys.
+const maxListedInStatus = 10
 
 // statusInput is everything the status is derived from.
 type statusInput struct {
 	Cluster *v1alpha1.NameServerCluster
-	Plan    publish.Plan
-	// StatefulSet as last observed, nil when it did not exist yet.
+	Obs     *observed
+	Dec     *decision
+	// StatefulSet after this reconcile's apply, nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
-	Peers       map[int32]publish.Peer
-	Addresses   []string
 	Problems    []problem
-	Now         time.Time
+	// Published tells whether every address ConfigMap holds the lists.
+	Published bool
+	Now       time.Time
+}
+
+// peerStatuses describes every peer that runs, is published or is wanted.
+func peerStatuses(c *v1alpha1.NameServerCluster, opts render.Options, o *observed, d *decision) []v1alpha1.PeerStatus {
+	var out []v1alpha1.PeerStatus
+	updateRevision := ""
+	if o.sts != nil && o.sts.Status.ObservedGeneration == o.sts.Generation {
+		updateRevision = o.sts.Status.UpdateRevision
+	}
+	for ordinal := range int32(maxOrdinal(c, o)) {
+		p, running := o.peers[ordinal]
+		addr, published := d.published[ordinal]
+		if !running && !published && ordinal >= d.plan.Replicas {
+			continue
+		}
+		ps := v1alpha1.PeerStatus{
+			Ordinal:         ordinal,
+			Name:            render.PodName(c, ordinal),
+			Address:         addr,
+			PodIP:           p.IP,
+			ExternalAddress: d.external[ordinal],
+			Ready:           p.Ready,
+			Published:       published,
+			Updated:         running && (updateRevision == "" || p.Revision == updateRevision),
+		}
+		if !published {
+			port := c.Spec.Ports.Remoting
+			if p.RemotingPort > 0 {
+				port = p.RemotingPort
+			}
+			ps.Address = render.PeerAddress(c, opts, ordinal, port)
+		}
+		var waits []string
+		if obs, ok := o.state.Peers[ordinal]; ok && running {
+			ps.Reachable = ptr.To(obs.Summary != nil)
+			if obs.Summary == nil {
+				waits = append(waits, "cannot read its route summary: "+obs.Err)
+			} else {
+				ps.Brokers = ptr.To(int32(len(obs.Summary.Brokers)))
+				if g := obs.Summary.Gate; g.Enabled && !g.Open {
+					waits = append(waits, fmt.Sprintf("route gate closed: %d of %d expected brokers missing", len(g.Missing), g.Expected))
+				}
+			}
+			if complete, known := d.routes.Complete[ordinal]; known {
+				ps.RouteComplete = ptr.To(complete)
+			}
+			for i, m := range d.routes.Missing[ordinal] {
+				if i == maxListedInStatus {
+					break
+				}
+				ps.MissingBrokers = append(ps.MissingBrokers, routecheck.Describe(m.Broker))
+			}
+			if len(ps.MissingBrokers) > 0 {
+				waits = append(waits, fmt.Sprintf("lacks %d brokers of the serving peers", len(d.routes.Missing[ordinal])))
+			}
+			if v, ok := d.kv[ordinal]; ok && v.Known && d.kvDeclared {
+				ps.KVConfigInSync = ptr.To(v.InSync)
+				ps.KVConfigDrift = v.Drift[:min(len(v.Drift), maxListedInStatus)]
+			}
+		}
+		switch {
+		case !running && ordinal < d.plan.Replicas:
+			waits = append(waits, "its pod does not exist yet")
+		case running && !p.Ready:
+			waits = append(waits, "its pod is not ready")
+		}
+		ps.Message = strings.Join(waits, "; ")
+		out = append(out, ps)
+	}
+	return out
 }
 
 // computeStatus derives the new status, conditions included, from what the
-// reconcile observed and decided. Conditions keep their transition times
-// unless their status changes (meta.SetStatusCondition).
-func computeStatus(in statusInput) v1alpha1.NameServerClusterStatus {
-	c := in.Cluster
-	desired := ptr.Deref(c.Spec.Replicas, 1)
+// reconcile observed, decided and did. Conditions keep their transition
+// times unless their status changes (meta.SetStatusCondition).
+func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClusterStatus {
+	c, o, d := in.Cluster, in.Obs, in.Dec
 	st := v1alpha1.NameServerClusterStatus{
 		ObservedGeneration: c.Generation,
-		PublishedReplicas:  in.Plan.Published,
-		Addresses:          in.Addresses,
-		NamesrvAddr:        strings.Join(in.Addresses, ";"),
+		PublishedReplicas:  int32(len(d.plan.Published)),
+		Addresses:          d.lists.Clients,
+		NamesrvAddr:        strings.Join(d.lists.Clients, ";"),
+		BrokerNamesrvAddr:  strings.Join(d.lists.Brokers, ";"),
+		Peers:              peerStatuses(c, opts, o, d),
 		Selector:           labels.SelectorFromSet(render.SelectorLabels(c)).String(),
-		Conditions:         append([]metav1.Condition(nil), c.Status.Conditions...),
+		LastPublishTime:    c.Status.LastPublishTime,
+		Conditions:         slices.Clone(c.Status.Conditions),
 	}
-	if in.Plan.DrainStart != nil {
-		st.DrainStartTime = ptr.To(metav1.NewTime(*in.Plan.DrainStart))
+	if d.plan.DrainStart != nil {
+		st.DrainStartTime = ptr.To(metav1.NewTime(*d.plan.DrainStart))
 	}
-	if s := in.StatefulSet; s != nil {
-		st.Replicas = s.Status.Replicas
-		st.ReadyReplicas = s.Status.ReadyReplicas
+	if in.Published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
+		st.LastPublishTime = ptr.To(metav1.NewTime(in.Now))
 	}
-	var readyPublished int32
-	for o := range in.Plan.Published {
-		if in.Peers[o].Ready {
-			readyPublished++
+	for _, p := range o.peers {
+		if !p.Terminating {
+			st.Replicas++
 		}
+	}
+	for _, p := range st.Peers {
+		if p.Ready {
+			st.ReadyReplicas++
+		}
+		if p.Updated {
+			st.UpdatedReplicas++
+		}
+	}
+	everyInSync := len(o.peers) > 0
+	for ordinal := range o.peers {
+		if v := d.kv[ordinal]; !v.Known || !v.InSync {
+			everyInSync = false
+		}
+	}
+	var declaredBefore, removedBefore []string
+	if k := c.Status.KVConfig; k != nil {
+		declaredBefore, removedBefore = k.Declared, k.Removed
+	}
+	declared, removed := kvcheck.Track(declaredBefore, removedBefore, render.DeclaredKVKeys(c), everyInSync)
+	if len(declared) > 0 || len(removed) > 0 {
+		st.KVConfig = &v1alpha1.KVConfigStatus{Declared: declared, Removed: removed}
 	}
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
@@ -70,73 +166,193 @@ func computeStatus(in statusInput) v1alpha1.NameServerClusterStatus {
 			LastTransitionTime: metav1.NewTime(in.Now),
 		})
 	}
-
 	problems := problemMessage(in.Problems)
-	targetProblems := problemMessage(filterProblems(in.Problems, "TargetRefused"))
-	switch {
-	case targetProblems != "":
-		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, "TargetRefused", targetProblems)
-	case in.Plan.Published < desired:
-		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, "WaitingForReadiness",
-			fmt.Sprintf("%d of %d peers published; ordinal %d joins the list once its pod is ready", in.Plan.Published, desired, in.Plan.Published))
-	default:
-		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionTrue, "Published", fmt.Sprintf("all %d peers published", desired))
-	}
 
-	if readyPublished > 0 {
-		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, "PeersReady", fmt.Sprintf("%d of %d published peers ready", readyPublished, in.Plan.Published))
+	var readyListed, unreadyListed []int32
+	for _, ordinal := range d.plan.Published {
+		if p, ok := o.peers[ordinal]; ok && p.Ready {
+			readyListed = append(readyListed, ordinal)
+		} else {
+			unreadyListed = append(unreadyListed, ordinal)
+		}
+	}
+	if len(readyListed) > 0 {
+		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonPeersServing,
+			fmt.Sprintf("%d of %d peers of the client list are ready", len(readyListed), len(d.plan.Published)))
 	} else {
-		set(v1alpha1.ConditionAvailable, metav1.ConditionFalse, "NoPublishedPeerReady", fmt.Sprintf("none of %d published peers is ready", in.Plan.Published))
+		set(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonNoPeerServing,
+			fmt.Sprintf("none of the %d peers of the client list is ready", len(d.plan.Published)))
 	}
 
+	// A roll restarts one peer at a time, on purpose: that one is not a
+	// reason to call the cluster degraded.
+	allowed := 0
+	if d.roll.InProgress() && !d.roll.Paused {
+		allowed = 1
+	}
 	switch {
 	case problems != "":
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, in.Problems[0].Reason, problems)
-	case readyPublished < in.Plan.Published:
-		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, "PublishedPeersNotReady",
-			fmt.Sprintf("%d of %d published peers are not ready", in.Plan.Published-readyPublished, in.Plan.Published))
+	case len(unreadyListed) > allowed:
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonPeersNotReady,
+			fmt.Sprintf("%s of the client list not ready", describeOrdinals(c, unreadyListed)))
 	default:
-		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsExpected", "every published peer is ready")
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "every peer of the client list is ready, or the one being rolled")
 	}
 
-	reason, msg := progress(in, desired)
+	targetProblems := problemMessage(filterProblems(in.Problems, v1alpha1.RefusalTarget, v1alpha1.RefusalNotOwned))
 	switch {
-	case problems != "":
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, reasonBlocked, "cannot reach the spec: "+problems)
-	case reason != "":
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
+	case targetProblems != "":
+		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, firstReason(in.Problems, v1alpha1.RefusalTarget, v1alpha1.RefusalNotOwned), targetProblems)
+	case len(d.plan.Waiting) > 0:
+		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, v1alpha1.ReasonWaitingForPeers,
+			fmt.Sprintf("%d of %d peers in the client list; %s", len(d.plan.Published), desired(c), waitingFor(c, st.Peers, d.plan.Waiting)))
 	default:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "Stable", fmt.Sprintf("%d peers run the current spec and are published", desired))
+		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionTrue, v1alpha1.ReasonPublished,
+			fmt.Sprintf("the client list has all %d peers; the broker list has %d", desired(c), len(d.lists.Brokers)))
 	}
+
+	reason, status, msg := progress(in, desired(c))
+	set(v1alpha1.ConditionProgressing, status, reason, msg)
+
+	routesCondition(c, d, set)
+	kvCondition(c, st.Peers, d, set)
 	return st
 }
 
-// progress says what is still moving, or "" when nothing is.
-func progress(in statusInput, desired int32) (reason, msg string) {
-	s := in.StatefulSet
+// progress says what is moving, or what holds the cluster still.
+func progress(in statusInput, desired int32) (reason string, status metav1.ConditionStatus, msg string) {
+	c, o, d, s := in.Cluster, in.Obs, in.Dec, in.StatefulSet
+	problems := problemMessage(in.Problems)
 	switch {
-	case in.Plan.Draining():
-		return "Draining", fmt.Sprintf("the list has %d peers; the StatefulSet keeps %d until %s so readers stop using the removed ones",
-			in.Plan.Published, in.Plan.Replicas, in.Now.Add(in.Plan.RequeueAfter).UTC().Format(time.RFC3339))
-	case s == nil || ptr.Deref(s.Spec.Replicas, 0) != desired || s.Status.Replicas != desired:
-		return "Scaling", fmt.Sprintf("scaling to %d peers", desired)
-	case s.Status.ObservedGeneration < s.Generation || s.Status.UpdatedReplicas < desired ||
-		s.Status.CurrentRevision != s.Status.UpdateRevision || s.Status.ReadyReplicas < desired:
-		return "RollingOut", fmt.Sprintf("%d of %d pods updated and %d ready", s.Status.UpdatedReplicas, desired, s.Status.ReadyReplicas)
-	case in.Plan.Published < desired:
-		return "Publishing", fmt.Sprintf("%d of %d peers published", in.Plan.Published, desired)
+	case d.plan.Held:
+		return v1alpha1.ReasonScaleDownHeld, metav1.ConditionFalse, fmt.Sprintf(
+			"the scale-down to %d waits: %s, which would remain, does not serve, and the peers above it do; it goes on once they serve",
+			desired, describeOrdinals(c, d.plan.HeldFor))
+	case d.plan.Draining():
+		return v1alpha1.ReasonDraining, metav1.ConditionTrue, fmt.Sprintf("the client list has %d peers; the StatefulSet keeps %d until %s so readers stop using the removed ones",
+			len(d.plan.Published), d.plan.Replicas, in.Now.Add(d.plan.RequeueAfter).UTC().Format(time.RFC3339))
+	case s == nil || ptr.Deref(s.Spec.Replicas, 0) != d.plan.Replicas || int32(len(o.peers)) != d.plan.Replicas:
+		return v1alpha1.ReasonScaling, metav1.ConditionTrue, fmt.Sprintf("scaling to %d peers; %d pods exist", d.plan.Replicas, len(o.peers))
+	case s.Status.ObservedGeneration < s.Generation:
+		return v1alpha1.ReasonRollingOut, metav1.ConditionTrue, "the StatefulSet controller has not observed the current pod template yet"
+	case d.roll.Paused:
+		return v1alpha1.ReasonRolloutPaused, metav1.ConditionFalse, fmt.Sprintf(
+			"%s run an outdated pod template; spec.paused holds the roll", describeOrdinals(c, d.roll.Outdated))
+	case d.roll.InProgress():
+		m := fmt.Sprintf("%s run an outdated pod template; restarting one peer at a time", describeOrdinals(c, d.roll.Outdated))
+		if d.roll.Waiting != "" {
+			m += ": " + d.roll.Waiting
+		}
+		return v1alpha1.ReasonRollingOut, metav1.ConditionTrue, m
+	case len(d.plan.Waiting) > 0:
+		return v1alpha1.ReasonPublishing, metav1.ConditionTrue, fmt.Sprintf("%s join the client list once they serve", describeOrdinals(c, d.plan.Waiting))
+	case problems != "":
+		return v1alpha1.ReasonBlocked, metav1.ConditionFalse, "cannot reach the spec: " + problems
 	}
-	return "", ""
+	return v1alpha1.ReasonStable, metav1.ConditionFalse, fmt.Sprintf("%d peers run the current spec and serve clients", desired)
 }
 
-func filterProblems(ps []problem, reason string) []problem {
+// routesCondition sets RoutesConsistent from the route check.
+func routesCondition(c *v1alpha1.NameServerCluster, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+	r := d.routes
+	switch {
+	case len(r.Differences) > 0:
+		first := r.Differences[0]
+		reason, what := v1alpha1.ReasonBrokerMissing, "is missing from"
+		if first.VersionDiffers {
+			reason, what = v1alpha1.ReasonDataVersionDiffers, "holds an older DataVersion on"
+		}
+		msg := fmt.Sprintf("broker %s %s peer %s since %s", routecheck.Describe(first.Broker), what,
+			render.PodName(c, first.Ordinal), first.Since.UTC().Format(time.RFC3339))
+		if n := len(r.Differences) - 1; n > 0 {
+			msg += fmt.Sprintf(" (and %d more differences; see status.peers)", n)
+		}
+		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionFalse, reason, msg)
+	case len(r.Unreadable) > 0:
+		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionUnknown, v1alpha1.ReasonPeerUnreachable, fmt.Sprintf(
+			"the operator cannot read the route summary of %s (see status.peers); a NetworkPolicy may keep it from the peers' HTTP port",
+			describeOrdinals(c, r.Unreadable)))
+	case len(d.compared) == 0:
+		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionUnknown, v1alpha1.ReasonNotChecked, "no peer serves clients yet")
+	default:
+		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionTrue, v1alpha1.ReasonConsistent,
+			fmt.Sprintf("the %d serving peers hold the same live brokers", len(d.compared)))
+	}
+}
+
+// kvCondition sets KVConfigInSync from the per-peer verdicts.
+func kvCondition(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+	if !d.kvDeclared {
+		set(v1alpha1.ConditionKVConfigInSync, metav1.ConditionTrue, v1alpha1.ReasonNothingDeclared, "spec.kvConfig declares nothing")
+		return
+	}
+	var unknown []int32
+	for _, ordinal := range sortedKeys(d.kv) {
+		v := d.kv[ordinal]
+		switch {
+		case !v.Known:
+			unknown = append(unknown, ordinal)
+		case !v.InSync:
+			reason := v1alpha1.ReasonKVDrift
+			if !v.Delivered {
+				reason = v1alpha1.ReasonKVNotDelivered
+			}
+			what := "differs from spec.kvConfig"
+			if len(v.Drift) > 0 {
+				what = v.Drift[0]
+			}
+			set(v1alpha1.ConditionKVConfigInSync, metav1.ConditionFalse, reason, fmt.Sprintf("peer %s: %s", render.PodName(c, ordinal), what))
+			return
+		}
+	}
+	if len(unknown) > 0 {
+		set(v1alpha1.ConditionKVConfigInSync, metav1.ConditionUnknown, v1alpha1.ReasonPeerUnreachable,
+			fmt.Sprintf("the operator cannot read %s", describeOrdinals(c, unknown)))
+		return
+	}
+	set(v1alpha1.ConditionKVConfigInSync, metav1.ConditionTrue, v1alpha1.ReasonInSync,
+		fmt.Sprintf("every peer holds the %d declared KV entries", len(c.Spec.KVConfig)))
+}
+
+// waitingFor says why the peers not yet in the client list are not.
+func waitingFor(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus, waiting []int32) string {
+	var parts []string
+	for _, o := range waiting {
+		why := "waiting"
+		for _, p := range peers {
+			if p.Ordinal == o && p.Message != "" {
+				why = p.Message
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", render.PodName(c, o), why))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeOrdinals(c *v1alpha1.NameServerCluster, ordinals []int32) string {
+	names := make([]string, 0, len(ordinals))
+	for _, o := range ordinals {
+		names = append(names, render.PodName(c, o))
+	}
+	return strings.Join(names, ", ")
+}
+
+func filterProblems(ps []problem, reasons ...string) []problem {
 	var out []problem
 	for _, p := range ps {
-		if p.Reason == reason {
+		if slices.Contains(reasons, p.Reason) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+func firstReason(ps []problem, reasons ...string) string {
+	if f := filterProblems(ps, reasons...); len(f) > 0 {
+		return f[0].Reason
+	}
+	return ""
 }
 
 func problemMessage(ps []problem) string {
@@ -149,7 +365,7 @@ func problemMessage(ps []problem) string {
 
 // writeStatus persists the new status (with an optimistic lock: a status
 // computed from a stale read must not overwrite the publication state) and
-// records events for what changed: the list, a drain, a refusal.
+// records events for what changed: the client list, a drain.
 func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alpha1.NameServerCluster, st v1alpha1.NameServerClusterStatus) error {
 	old := c.Status
 	if equality.Semantic.DeepEqual(old, st) {
@@ -164,43 +380,77 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	// Only a written status becomes the cluster's: callers go on from it.
 	*c = *next
 
-	// Each event names the pod at the edge of the list as related object:
-	// events.k8s.io folds events with the same reason, action and related
-	// object into a series that keeps the first note, so only identical
-	// publications may share one.
-	switch {
-	case st.PublishedReplicas > old.PublishedReplicas:
-		r.Recorder.Eventf(c, peerPod(c, st.PublishedReplicas-1), corev1.EventTypeNormal, "Published", "Publish",
-			"published %d addresses: %s", st.PublishedReplicas, st.NamesrvAddr)
-	case st.PublishedReplicas < old.PublishedReplicas:
-		r.Recorder.Eventf(c, peerPod(c, st.PublishedReplicas), corev1.EventTypeNormal, "Published", "Unpublish",
-			"published %d addresses, ordinals %d and up removed: %s", st.PublishedReplicas, st.PublishedReplicas, st.NamesrvAddr)
-	case old.NamesrvAddr != st.NamesrvAddr:
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Published", "Rename", "published %d addresses: %s", st.PublishedReplicas, st.NamesrvAddr)
+	// Each event names a pod whose membership changed as its related
+	// object: events.k8s.io folds events with the same reason, action and
+	// related object into a series that keeps the first note, so only
+	// identical publications may share one.
+	before, after := map[int32]bool{}, map[int32]bool{}
+	for _, p := range old.Peers {
+		before[p.Ordinal] = p.Published
+	}
+	if len(old.Peers) == 0 {
+		for o := range old.PublishedReplicas {
+			before[o] = true
+		}
+	}
+	for _, p := range st.Peers {
+		after[p.Ordinal] = p.Published
+	}
+	for _, p := range st.Peers {
+		if p.Published && !before[p.Ordinal] {
+			r.Recorder.Eventf(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, "Published", "Publish",
+				"%s serves and joined the client list: %s", p.Name, st.NamesrvAddr)
+		}
+	}
+	for o, was := range before {
+		if was && !after[o] {
+			r.Recorder.Eventf(c, peerPod(c, o), corev1.EventTypeNormal, "Published", "Unpublish",
+				"%s left the client list: %s", render.PodName(c, o), st.NamesrvAddr)
+		}
 	}
 	if st.DrainStartTime != nil && (old.DrainStartTime == nil || !old.DrainStartTime.Equal(st.DrainStartTime)) {
-		r.Recorder.Eventf(c, peerPod(c, st.PublishedReplicas), corev1.EventTypeNormal, "Draining", "Drain",
-			"removed ordinals %d and up from the list; the StatefulSet keeps them for %ds", st.PublishedReplicas, ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Draining", "Drain",
+			"removed peers from the client list; the StatefulSet keeps them for %ds", ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
 	}
 	return nil
 }
 
-// peerPod names the pod of an ordinal, for events about it.
-func peerPod(c *v1alpha1.NameServerCluster, ordinal int32) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: fmt.Sprintf("%s-%d", render.StatefulSetName(c), ordinal)}}
-}
-
-// warnRefusals records one Warning event per refused part of the spec when
-// the set of refusals changed, so a standing refusal is not repeated on
-// every reconcile.
-func (r *NameServerClusterReconciler) warnRefusals(c *v1alpha1.NameServerCluster, old, st v1alpha1.NameServerClusterStatus, problems []problem) {
-	was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionDegraded)
-	now := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
-	if len(problems) == 0 || (was != nil && now != nil && was.Message == now.Message) {
-		return
+// warnTransitions records one event when a condition that needs a person's
+// attention turns, so a standing state is not repeated on every reconcile.
+func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerCluster, old, st v1alpha1.NameServerClusterStatus, problems []problem) {
+	turned := func(t string) (*metav1.Condition, bool) {
+		was := meta.FindStatusCondition(old.Conditions, t)
+		now := meta.FindStatusCondition(st.Conditions, t)
+		if now == nil {
+			return nil, false
+		}
+		return now, was == nil || was.Status != now.Status || was.Reason != now.Reason || was.Message != now.Message
 	}
-	for _, p := range problems {
-		r.Recorder.Eventf(c, p.Related, corev1.EventTypeWarning, p.Reason, "Refuse", "%s", p.Message)
-		metrics.Refused(c.Namespace, c.Name, p.Reason)
+	if now, ok := turned(v1alpha1.ConditionDegraded); ok && len(problems) > 0 && now.Status == metav1.ConditionTrue {
+		for _, p := range problems {
+			r.Recorder.Eventf(c, p.Related, corev1.EventTypeWarning, p.Reason, "Refuse", "%s", p.Message)
+			metrics.Refused(c.Namespace, c.Name, p.Reason)
+		}
+	}
+	if now, ok := turned(v1alpha1.ConditionRoutesConsistent); ok {
+		switch now.Status {
+		case metav1.ConditionFalse:
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "RoutesInconsistent", "CompareRoutes", "%s", now.Message)
+		case metav1.ConditionTrue:
+			if was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionRoutesConsistent); was != nil && was.Status == metav1.ConditionFalse {
+				r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "RoutesConsistent", "CompareRoutes", "%s", now.Message)
+			}
+		}
+	}
+	if now, ok := turned(v1alpha1.ConditionKVConfigInSync); ok && now.Status == metav1.ConditionFalse && now.Reason == v1alpha1.ReasonKVDrift {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "KVConfigDrift", "CompareKV", "%s", now.Message)
+	}
+	if now, ok := turned(v1alpha1.ConditionProgressing); ok {
+		switch now.Reason {
+		case v1alpha1.ReasonScaleDownHeld:
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, v1alpha1.ReasonScaleDownHeld, "HoldScaleDown", "%s", now.Message)
+		case v1alpha1.ReasonRolloutPaused:
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, v1alpha1.ReasonRolloutPaused, "PauseRollout", "%s", now.Message)
+		}
 	}
 }

@@ -62,7 +62,7 @@ var (
 	ScaleDownHeld = gaugeVec("cluster_scale_down_held",
 		"1 while a scale-down waits because the peers that would remain are not serving.", clusterLabels)
 	LastPublishTime = gaugeVec("cluster_last_publish_timestamp_seconds",
-		"Unix time of the last successful write of the address ConfigMaps; time() minus it is the age of the published list.", clusterLabels)
+		"Unix time of the last reconcile that found every address ConfigMap, copies included, holding the current lists; time() minus it grows only while publication fails.", clusterLabels)
 	Refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: prefix + "cluster_refusals_total",
 		Help: "Parts of a spec the operator refused or the API server refused to it, by condition reason.",
@@ -114,8 +114,8 @@ type Cluster struct {
 	Rolling, Paused  bool
 	Draining         bool
 	ScaleDownHeld    bool
-	// LastPublish is when the address ConfigMaps were last written; zero
-	// when they never were.
+	// LastPublish is when every address ConfigMap was last confirmed to
+	// hold the current lists; zero when that never happened.
 	LastPublish time.Time
 	Peers       []Peer
 }

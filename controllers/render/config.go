@@ -6,23 +6,46 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
 
-// DefaultProperties are rendered unless spec.config sets them. A peer that
-// (re)starts has no routes until every broker's next heartbeat (every 30 s
-// by default). With Java's needWaitForService it refuses route queries
-// meanwhile, so clients ask another peer instead of hearing that their topic
-// does not exist, and it stays unready, so a rolling update waits for it
-// before restarting the next peer; without that, a roll can leave every
-// peer empty at once. 45 s is Java's own default wait.
-var DefaultProperties = map[string]string{
-	"needWaitForService":    "true",
-	"waitSecondsForService": "45",
+// Properties the operator renders unless spec.config sets them.
+const (
+	// RouteGateEnableKey turns on the NameServer's start-up route gate: a
+	// (re)started peer closes clients' connections on route queries, so
+	// that they ask another peer, until it holds every broker the other
+	// serving peers hold. The operator opens the gate as soon as that is
+	// true (POST /routes/gate); without the operator it opens after
+	// RouteGateTimeoutKey seconds.
+	RouteGateEnableKey  = "routeGateEnable"
+	RouteGateTimeoutKey = "routeGateTimeoutSeconds"
+)
+
+// DefaultBrokerHeartbeatSeconds is the brokers' registerNameServerPeriod
+// when spec.brokerHeartbeatSeconds is unset.
+const DefaultBrokerHeartbeatSeconds = 30
+
+// BrokerRound is the brokers' heartbeat period of a cluster.
+func BrokerRound(c *v1alpha1.NameServerCluster) time.Duration {
+	return time.Duration(ptr.Deref(c.Spec.BrokerHeartbeatSeconds, DefaultBrokerHeartbeatSeconds)) * time.Second
+}
+
+// DefaultProperties are rendered unless spec.config sets them: the route
+// gate, bounded by two broker rounds and 15 s, the time after which a broker
+// that has not registered is cut off rather than slow.
+func DefaultProperties(c *v1alpha1.NameServerCluster) map[string]string {
+	round := ptr.Deref(c.Spec.BrokerHeartbeatSeconds, DefaultBrokerHeartbeatSeconds)
+	return map[string]string{
+		RouteGateEnableKey:  "true",
+		RouteGateTimeoutKey: strconv.Itoa(int(2*round + 15)),
+	}
 }
 
 // Properties renders spec.config over DefaultProperties as a Java
@@ -32,7 +55,7 @@ func Properties(c *v1alpha1.NameServerCluster) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# NameServer properties of NameServerCluster %s/%s, rendered by kube-namesrv from spec.config.\n", c.Namespace, c.Name)
 	b.WriteString("# Edits here are overwritten: change spec.config instead. Ports and paths are command-line flags.\n")
-	props := maps.Clone(DefaultProperties)
+	props := DefaultProperties(c)
 	for k, v := range c.Spec.Config {
 		props[k] = string(v)
 	}

@@ -5,6 +5,7 @@
 package render
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 
@@ -34,24 +35,32 @@ const (
 
 // Paths and names inside the NameServer pods (the namesrv image contract).
 const (
-	ContainerName      = "namesrv"
-	ConfigDir          = "/etc/namesrv"
-	ConfigKey          = "namesrv.properties"
-	AddressDir         = "/etc/namesrv-addr"
-	TLSDir             = "/etc/namesrv-tls"
-	ClientCADir        = "/etc/namesrv-tls-client-ca"
-	DataDir            = "/var/lib/namesrv"
-	TmpDir             = "/tmp"
-	DataVolume         = "data"
-	ConfigVolume       = "config"
-	AddressVolume      = "namesrv-addr"
-	TmpVolume          = "tmp"
-	TLSVolume          = "tls"
-	ClientCAVolume     = "tls-client-ca"
-	RemotingPortName   = "remoting"
-	HTTPPortName       = "http"
-	NonRootID          = 65532
-	TerminationSeconds = 30
+	ContainerName       = "namesrv"
+	ConfigDir           = "/etc/namesrv"
+	ConfigKey           = "namesrv.properties"
+	AddressDir          = "/etc/namesrv-addr"
+	BrokerAddressDir    = "/etc/namesrv-broker-addr"
+	KVDir               = "/etc/namesrv-kv"
+	KVKey               = "kvConfig.json"
+	TLSDir              = "/etc/namesrv-tls"
+	ClientCADir         = "/etc/namesrv-tls-client-ca"
+	DataDir             = "/var/lib/namesrv"
+	TmpDir              = "/tmp"
+	DataVolume          = "data"
+	ConfigVolume        = "config"
+	AddressVolume       = "namesrv-addr"
+	BrokerAddressVolume = "namesrv-broker-addr"
+	KVVolume            = "namesrv-kv"
+	TmpVolume           = "tmp"
+	TLSVolume           = "tls"
+	ClientCAVolume      = "tls-client-ca"
+	RemotingPortName    = "remoting"
+	HTTPPortName        = "http"
+	NonRootID           = 65532
+	TerminationSeconds  = 30
+	// PreStopSeconds is the pause before SIGTERM; TerminationSeconds
+	// covers it and the NameServer's drain of requests in flight.
+	PreStopSeconds = 5
 )
 
 // DefaultClientCAKey is the key of spec.tls.clientCA when unset: where
@@ -92,6 +101,19 @@ func ClientServiceName(c *v1alpha1.NameServerCluster) string { return c.Name }
 // ConfigMapName holds namesrv.properties.
 func ConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-config" }
 
+// KVConfigMapName holds the declared-KV file rendered from spec.kvConfig.
+func KVConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-kv" }
+
+// ExternalServiceName is the per-peer Service of spec.externalAccess.
+func ExternalServiceName(c *v1alpha1.NameServerCluster, ordinal int32) string {
+	return fmt.Sprintf("%s-%d-external", StatefulSetName(c), ordinal)
+}
+
+// PodName is the name of the pod of an ordinal.
+func PodName(c *v1alpha1.NameServerCluster, ordinal int32) string {
+	return fmt.Sprintf("%s-%d", StatefulSetName(c), ordinal)
+}
+
 // PodDisruptionBudgetName is the PDB's name.
 func PodDisruptionBudgetName(c *v1alpha1.NameServerCluster) string { return c.Name }
 
@@ -104,7 +126,19 @@ func AddressConfigMapName(c *v1alpha1.NameServerCluster) string {
 	return c.Name + "-namesrv-addr"
 }
 
-// TargetName is the name of a copy of the address ConfigMap.
+// BrokerAddressConfigMapName is the broker list's ConfigMap in the
+// cluster's namespace.
+func BrokerAddressConfigMapName(c *v1alpha1.NameServerCluster) string {
+	return AddressConfigMapName(c) + v1alpha1.BrokerConfigMapSuffix
+}
+
+// IPsConfigMapName is the ConfigMap of the client peers' IPs.
+func IPsConfigMapName(c *v1alpha1.NameServerCluster) string {
+	return AddressConfigMapName(c) + v1alpha1.IPsConfigMapSuffix
+}
+
+// TargetName is the name of a copy of the client address ConfigMap; the
+// copies of the other two add their suffixes to it.
 func TargetName(c *v1alpha1.NameServerCluster, t v1alpha1.PublishTarget) string {
 	if t.Name != "" {
 		return t.Name

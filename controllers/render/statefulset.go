@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -28,6 +29,8 @@ func Args(c *v1alpha1.NameServerCluster) []string {
 		"--kv-config-path=" + DataDir + "/kvConfig.json",
 		"--config-store-path=" + DataDir + "/namesrv.properties",
 		"--address-file=" + AddressDir + "/" + v1alpha1.NamesrvAddrKey,
+		"--broker-address-file=" + BrokerAddressDir + "/" + v1alpha1.NamesrvAddrKey,
+		"--kv-declared-file=" + KVDir + "/" + KVKey,
 	}
 	// Without spec.tls no TLS flag is rendered: namesrv's default without
 	// a certificate is plain only, and an operator upgrade must not change
@@ -108,6 +111,22 @@ func DefaultContainerSecurityContext() *corev1.SecurityContext {
 	}
 }
 
+// DefaultResources are the NameServer container's resources when
+// spec.resources is empty. A NameServer's memory grows with its route table:
+// about 94 MiB for 100 brokers of 1,000 distinct topics each
+// (docs/benchmarks.md), so 512Mi holds a few hundred thousand topics; CPU is
+// mostly registrations, bursty after a broker restart storm, and a request,
+// not a limit, keeps those bursts unthrottled.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("200m"),
+			corev1.ResourceMemory: resource.MustParse("256Mi"),
+		},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
 // DefaultAffinity prefers one peer per node: a soft rule, so a cluster with
 // fewer nodes than peers still schedules.
 func DefaultAffinity(c *v1alpha1.NameServerCluster) *corev1.Affinity {
@@ -136,7 +155,11 @@ func StatefulSet(c *v1alpha1.NameServerCluster, o Options, replicas int32) (*app
 		// Peers are independent, so they start and stop together; the
 		// publication plan, not the pod order, decides who is in the list.
 		WithPodManagementPolicy(appsv1.ParallelPodManagement).
-		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
+		// The operator restarts pods for a new template itself, one at a
+		// time and only while the other peers serve (package rollout): the
+		// StatefulSet controller's rolling update would delete a pod while
+		// lower ordinals are down and knows nothing of routes.
+		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.OnDeleteStatefulSetStrategyType)).
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(SelectorLabels(c))).
 		WithTemplate(pod)
 	if vct := volumeClaimTemplate(c); vct != nil {
@@ -146,6 +169,18 @@ func StatefulSet(c *v1alpha1.NameServerCluster, o Options, replicas int32) (*app
 		}
 		spec.WithVolumeClaimTemplates(pvc)
 	}
+	retention := appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+		WithWhenScaled(appsv1.DeletePersistentVolumeClaimRetentionPolicyType).
+		WithWhenDeleted(appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
+	if st := c.Spec.Storage; st != nil && st.PersistentVolumeClaimRetentionPolicy != nil {
+		if p := st.PersistentVolumeClaimRetentionPolicy; p.WhenScaled != "" {
+			retention.WithWhenScaled(p.WhenScaled)
+		}
+		if p := st.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted != "" {
+			retention.WithWhenDeleted(p.WhenDeleted)
+		}
+	}
+	spec.WithPersistentVolumeClaimRetentionPolicy(retention)
 	return appsv1ac.StatefulSet(StatefulSetName(c), c.Namespace).
 		WithLabels(Labels(c)).
 		WithOwnerReferences(ownerReference(c)).
@@ -178,9 +213,17 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplat
 	if err != nil {
 		return nil, err
 	}
+	vols := volumes(c)
+	for _, v := range c.Spec.Volumes {
+		ac := &corev1ac.VolumeApplyConfiguration{}
+		if err := convert(v, ac); err != nil {
+			return nil, fmt.Errorf("volumes: %w", err)
+		}
+		vols = append(vols, ac)
+	}
 	spec := corev1ac.PodSpec().
 		WithContainers(container).
-		WithVolumes(volumes(c)...).
+		WithVolumes(vols...).
 		// namesrv never calls the Kubernetes API.
 		WithAutomountServiceAccountToken(false).
 		WithEnableServiceLinks(false).
@@ -223,6 +266,9 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplat
 	if c.Spec.PriorityClassName != "" {
 		spec.WithPriorityClassName(c.Spec.PriorityClassName)
 	}
+	if c.Spec.ServiceAccountName != "" {
+		spec.WithServiceAccountName(c.Spec.ServiceAccountName)
+	}
 	return corev1ac.PodTemplateSpec().
 		WithLabels(labels).
 		WithAnnotations(annotations).
@@ -239,14 +285,40 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.Conta
 			corev1ac.ContainerPort().WithName(RemotingPortName).WithContainerPort(c.Spec.Ports.Remoting).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(HTTPPortName).WithContainerPort(c.Spec.Ports.HTTP).WithProtocol(corev1.ProtocolTCP),
 		).
+		// /readyz is unready while the start-up route gate is closed, so
+		// readiness means "serves clients"; /healthz fails when the
+		// remoting server or the route table is stuck, not only HTTP.
 		WithReadinessProbe(httpProbe("/readyz", 5, 3)).
 		WithLivenessProbe(httpProbe("/healthz", 10, 6)).
+		// Endpoints drop a terminating pod at once, but kube-proxy and
+		// clients' connection pools take a moment to follow: the listener
+		// stays open that long before the SIGTERM that closes it.
+		WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
+			WithSleep(corev1ac.SleepAction().WithSeconds(PreStopSeconds)))).
+		WithEnv(corev1ac.EnvVar().WithName("GOMEMLIMIT").WithValueFrom(corev1ac.EnvVarSource().
+			WithResourceFieldRef(corev1ac.ResourceFieldSelector().WithContainerName(ContainerName).WithResource("limits.memory")))).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(ConfigVolume).WithMountPath(ConfigDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(AddressVolume).WithMountPath(AddressDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(BrokerAddressVolume).WithMountPath(BrokerAddressDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(KVVolume).WithMountPath(KVDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(DataVolume).WithMountPath(DataDir),
 			corev1ac.VolumeMount().WithName(TmpVolume).WithMountPath(TmpDir),
 		)
+	for _, e := range c.Spec.Env {
+		ac := &corev1ac.EnvVarApplyConfiguration{}
+		if err := convert(e, ac); err != nil {
+			return nil, fmt.Errorf("env: %w", err)
+		}
+		ctr.WithEnv(ac)
+	}
+	for _, m := range c.Spec.VolumeMounts {
+		ac := &corev1ac.VolumeMountApplyConfiguration{}
+		if err := convert(m, ac); err != nil {
+			return nil, fmt.Errorf("volumeMounts: %w", err)
+		}
+		ctr.WithVolumeMounts(ac)
+	}
 	// Whole volumes, never subPath: the kubelet does not refresh a subPath
 	// mount, so a renewed certificate would never reach namesrv.
 	if t := c.Spec.TLS; t != nil {
@@ -258,11 +330,13 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.Conta
 	if c.Spec.ImagePullPolicy != "" {
 		ctr.WithImagePullPolicy(c.Spec.ImagePullPolicy)
 	}
-	if len(c.Spec.Resources.Limits) > 0 || len(c.Spec.Resources.Requests) > 0 || len(c.Spec.Resources.Claims) > 0 {
-		ctr.Resources = &corev1ac.ResourceRequirementsApplyConfiguration{}
-		if err := convert(c.Spec.Resources, ctr.Resources); err != nil {
-			return nil, fmt.Errorf("resources: %w", err)
-		}
+	resources := c.Spec.Resources
+	if len(resources.Limits) == 0 && len(resources.Requests) == 0 && len(resources.Claims) == 0 {
+		resources = DefaultResources()
+	}
+	ctr.Resources = &corev1ac.ResourceRequirementsApplyConfiguration{}
+	if err := convert(resources, ctr.Resources); err != nil {
+		return nil, fmt.Errorf("resources: %w", err)
 	}
 	sc := &corev1ac.SecurityContextApplyConfiguration{}
 	if err := overlay(DefaultContainerSecurityContext(), c.Spec.ContainerSecurityContext, sc); err != nil {
@@ -290,6 +364,12 @@ func volumes(c *v1alpha1.NameServerCluster) []*corev1ac.VolumeApplyConfiguration
 		// address server follows it without a restart.
 		corev1ac.Volume().WithName(AddressVolume).
 			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(AddressConfigMapName(c)).WithOptional(true)),
+		corev1ac.Volume().WithName(BrokerAddressVolume).
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(BrokerAddressConfigMapName(c)).WithOptional(true)),
+		// Optional too, and never in the checksum: a kvConfig change
+		// reaches the running peers through the kubelet's refresh.
+		corev1ac.Volume().WithName(KVVolume).
+			WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(KVConfigMapName(c)).WithOptional(true)),
 		corev1ac.Volume().WithName(TmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 	}
 	if volumeClaimTemplate(c) == nil {

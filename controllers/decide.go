@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/kvcheck"
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
+	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/controllers/rollout"
+	"github.com/kube-namesrv/kube-namesrv/controllers/routecheck"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+)
+
+// decision is everything one reconcile decided, before it acts.
+type decision struct {
+	routes routecheck.Result
+	// compared are the ordinals the route check treated as serving.
+	compared []int32
+	kvFile   []byte
+	kvDigest string
+	kv       map[int32]kvcheck.Verdict
+	// kvDeclared tells whether spec.kvConfig declares anything (now or
+	// removals still pending).
+	kvDeclared bool
+	plan       publish.Plan
+	roll       rollout.Decision
+	lists      render.Lists
+	// published are the client list's addresses by ordinal.
+	published map[int32]string
+	// external are the known external addresses by ordinal.
+	external map[int32]string
+}
+
+// serving tells whether a peer can take clients: its pod is ready and, as
+// far as the operator can tell, it holds every broker the other serving
+// peers hold and the declared KV config. A peer the operator cannot read
+// serves when it is ready: its own start-up gate, which only a gate request
+// or its timeout opens, then stands in for the check, and status reports
+// that the check could not be made.
+func (d *decision) serving(o *observed, ordinal int32) bool {
+	p, ok := o.peers[ordinal]
+	if !ok || !p.Ready || p.Terminating {
+		return false
+	}
+	if complete, known := d.routes.Complete[ordinal]; known && !complete {
+		return false
+	}
+	if v, ok := d.kv[ordinal]; ok && d.kvDeclared && v.Known && !v.InSync {
+		return false
+	}
+	return true
+}
+
+// decide runs the checks and planners on what was observed.
+func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *observed) (*decision, error) {
+	d := &decision{}
+	before := publishedOrdinals(c)
+	for _, ordinal := range before {
+		if p, ok := o.peers[ordinal]; ok && p.Ready && !p.Terminating {
+			d.compared = append(d.compared, ordinal)
+		}
+	}
+	running := map[int32]routecheck.Observation{}
+	for ordinal, obs := range o.state.Peers {
+		if p, ok := o.peers[ordinal]; ok && !p.Terminating {
+			running[ordinal] = obs
+		}
+	}
+	d.routes = routecheck.Check(routecheck.Input{Now: o.now, Round: o.round, Peers: running, Serving: d.compared}, &o.state.Memory)
+	o.state.ConfirmAt = d.routes.ConfirmAt
+
+	file, err := render.KVFile(c)
+	if err != nil {
+		return nil, err
+	}
+	d.kvFile, d.kvDigest = file, peerstatus.Digest(file)
+	d.kvDeclared = len(c.Spec.KVConfig) > 0 || (c.Status.KVConfig != nil && len(c.Status.KVConfig.Removed) > 0)
+	kvPeers := map[int32]kvcheck.Peer{}
+	for ordinal, obs := range running {
+		kp := kvcheck.Peer{Readable: obs.Summary != nil}
+		if obs.Summary != nil {
+			kp.KV = obs.Summary.KV
+		}
+		kvPeers[ordinal] = kp
+	}
+	d.kv = kvcheck.Check(d.kvDigest, string(render.KVConfigPolicy(c)), kvPeers)
+
+	var drainStart *time.Time
+	if c.Status.DrainStartTime != nil {
+		drainStart = ptr.To(c.Status.DrainStartTime.Time)
+	}
+	var current *int32
+	if o.sts != nil {
+		current = ptr.To(ptr.Deref(o.sts.Spec.Replicas, 1))
+	}
+	d.plan = publish.Decide(publish.Input{
+		Desired:    desired(c),
+		Published:  before,
+		DrainStart: drainStart,
+		Drain:      time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second,
+		Current:    current,
+		Serving:    func(ordinal int32) bool { return d.serving(o, ordinal) },
+		Now:        o.now,
+	})
+	d.addresses(c, r.Render, o)
+	d.roll = rollout.Decide(r.rollInput(c, o, d))
+	return d, nil
+}
+
+// addresses computes the published lists. A broker-list entry carries the
+// port its pod listens on (the spec's for a pod not created yet), so a
+// port change reaches brokers as each peer restarts on the new port. A
+// client-list entry changes port only once the peer serves on it: until
+// then clients keep the address they were given.
+func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options, o *observed) {
+	port := func(ordinal int32) int32 {
+		if p, ok := o.peers[ordinal]; ok && p.RemotingPort > 0 {
+			return p.RemotingPort
+		}
+		return c.Spec.Ports.Remoting
+	}
+	d.external = map[int32]string{}
+	for ordinal, svc := range o.external {
+		if a := render.ExternalAddress(c, svc, o.peers[ordinal].HostIP); a != "" {
+			d.external[ordinal] = a
+		}
+	}
+	d.published = map[int32]string{}
+	for _, ordinal := range d.plan.Published {
+		addr := render.PeerAddress(c, opts, ordinal, port(ordinal))
+		if prev := statusPeer(c, ordinal); prev != nil && prev.Published && !d.serving(o, ordinal) {
+			addr = prev.Address
+		}
+		d.published[ordinal] = addr
+		d.lists.Clients = append(d.lists.Clients, addr)
+		if a, ok := d.external[ordinal]; ok {
+			d.lists.ClientsExternal = append(d.lists.ClientsExternal, a)
+		}
+	}
+	for ordinal := range d.plan.Replicas {
+		d.lists.Brokers = append(d.lists.Brokers, render.PeerAddress(c, opts, ordinal, port(ordinal)))
+		if a, ok := d.external[ordinal]; ok {
+			d.lists.BrokersExternal = append(d.lists.BrokersExternal, a)
+		}
+	}
+	d.lists.IPs = publish.ReadyIPs(o.peers, d.plan.Published)
+}
+
+// rollInput is what the roll planner sees. The pods' revisions are only
+// compared with the StatefulSet's update revision once its controller has
+// observed the current template: before that, every pod counts as up to
+// date and nothing is restarted on stale information.
+func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o *observed, d *decision) rollout.Input {
+	in := rollout.Input{
+		Desired:        desired(c),
+		Peers:          map[int32]rollout.Peer{},
+		Paused:         c.Spec.Paused,
+		MaxUnavailable: render.MaxUnavailable(c),
+	}
+	fresh := o.sts != nil && o.sts.Status.ObservedGeneration == o.sts.Generation && o.sts.Status.UpdateRevision != ""
+	for ordinal, p := range o.peers {
+		in.Peers[ordinal] = rollout.Peer{
+			Exists:      true,
+			Terminating: p.Terminating,
+			Updated:     !fresh || p.Revision == o.sts.Status.UpdateRevision,
+			Listed:      slices.Contains(d.plan.Published, ordinal),
+			Serving:     d.serving(o, ordinal),
+		}
+	}
+	return in
+}
+
+// gateRequests are the gate requests to send: each running peer whose
+// start-up gate is closed, that holds the declared KV config, and whose
+// expectation the route check could work out, gets the brokers of the other
+// serving peers.
+func (d *decision) gateRequests(o *observed) map[int32]peerstatus.GateRequest {
+	out := map[int32]peerstatus.GateRequest{}
+	for ordinal, obs := range o.state.Peers {
+		s := obs.Summary
+		if s == nil || !s.Gate.Enabled || s.Gate.Open {
+			continue
+		}
+		expect, ok := d.routes.Expect[ordinal]
+		if !ok {
+			continue
+		}
+		if v := d.kv[ordinal]; d.kvDeclared && !v.InSync {
+			continue
+		}
+		out[ordinal] = peerstatus.GateRequest{Expect: expect}
+	}
+	return out
+}
+
+// target is where the operator reaches a peer's HTTP side.
+func target(p publish.Peer) peerclient.Target {
+	return peerclient.Target{IP: p.IP, Port: p.HTTPPort}
+}

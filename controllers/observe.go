@@ -1,0 +1,137 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
+	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+)
+
+// observed is what one reconcile saw of the cluster's objects and peers.
+type observed struct {
+	now   time.Time
+	round time.Duration
+	// sts is the StatefulSet as last read, nil when it does not exist.
+	sts *appsv1.StatefulSet
+	// peers are the pods, by ordinal.
+	peers map[int32]publish.Peer
+	// external are the per-peer external Services, by ordinal.
+	external map[int32]*corev1.Service
+	// state is the observer's memory of this cluster, with the latest
+	// reads of its peers.
+	state *peerclient.Cluster
+	// nextRead is when the peers are read again unless something changes.
+	nextRead time.Time
+}
+
+// observe reads the StatefulSet, the pods and the external Services, and
+// the peers' route summaries when they are due.
+func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.NameServerCluster) (*observed, error) {
+	o := &observed{now: r.Clock.Now(), round: render.BrokerRound(c)}
+	sts := &appsv1.StatefulSet{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.StatefulSetName(c)}, sts); {
+	case err == nil:
+		o.sts = sts
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the StatefulSet of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(render.SelectorLabels(c))); err != nil {
+		return nil, fmt.Errorf("listing the pods of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	o.peers = publish.Peers(render.StatefulSetName(c), pods.Items)
+
+	o.external = map[int32]*corev1.Service{}
+	svcs := &corev1.ServiceList{}
+	if err := r.List(ctx, svcs, client.InNamespace(c.Namespace), client.MatchingLabels(render.SelectorLabels(c))); err != nil {
+		return nil, fmt.Errorf("listing the Services of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range svcs.Items {
+		for ordinal := range int32(maxOrdinal(c, o)) {
+			if svcs.Items[i].Name == render.ExternalServiceName(c, ordinal) {
+				o.external[ordinal] = &svcs.Items[i]
+			}
+		}
+	}
+
+	o.state = r.Peers.State(c.UID)
+	fingerprint := publish.Fingerprint(o.peers)
+	due, next := o.state.Due(o.now, o.round, fingerprint)
+	if due {
+		targets := map[int32]peerclient.Target{}
+		for ordinal, p := range o.peers {
+			if !p.Terminating && p.IP != "" && p.HTTPPort > 0 {
+				targets[ordinal] = peerclient.Target{IP: p.IP, Port: p.HTTPPort}
+			}
+		}
+		r.Peers.Read(ctx, o.state, targets, o.now, fingerprint)
+		next = o.now.Add(o.round)
+	}
+	o.nextRead = next
+	return o, nil
+}
+
+// maxOrdinal is one past the highest ordinal that may have objects: the
+// larger of the desired peers, the StatefulSet's, the pods' and the
+// published ones.
+func maxOrdinal(c *v1alpha1.NameServerCluster, o *observed) int {
+	n := int(desired(c))
+	if o.sts != nil && o.sts.Spec.Replicas != nil {
+		n = max(n, int(*o.sts.Spec.Replicas))
+	}
+	for ordinal := range o.peers {
+		n = max(n, int(ordinal)+1)
+	}
+	for _, p := range c.Status.Peers {
+		n = max(n, int(p.Ordinal)+1)
+	}
+	return n
+}
+
+// desired is spec.replicas.
+func desired(c *v1alpha1.NameServerCluster) int32 {
+	if c.Spec.Replicas == nil {
+		return 1
+	}
+	return *c.Spec.Replicas
+}
+
+// publishedOrdinals are the ordinals of the client list recorded in status.
+// A status written by a release without per-peer status lists ordinals
+// 0..publishedReplicas-1.
+func publishedOrdinals(c *v1alpha1.NameServerCluster) []int32 {
+	var out []int32
+	if len(c.Status.Peers) == 0 {
+		for o := range c.Status.PublishedReplicas {
+			out = append(out, o)
+		}
+		return out
+	}
+	for _, p := range c.Status.Peers {
+		if p.Published {
+			out = append(out, p.Ordinal)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// statusPeer is the status entry of an ordinal, nil when there is none.
+func statusPeer(c *v1alpha1.NameServerCluster, ordinal int32) *v1alpha1.PeerStatus {
+	for i := range c.Status.Peers {
+		if c.Status.Peers[i].Ordinal == ordinal {
+			return &c.Status.Peers[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package peerclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+)
+
+func serve(t *testing.T, h http.HandlerFunc) Target {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	p, _ := strconv.Atoi(port)
+	return Target{IP: host, Port: int32(p)}
+}
+
+func TestHTTP(t *testing.T) {
+	ctx := context.Background()
+	c := NewHTTP(2 * time.Second)
+	var gotGate peerstatus.GateRequest
+	target := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == peerstatus.SummaryPath:
+			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1", Counts: peerstatus.Counts{Brokers: 1}})
+		case r.Method == http.MethodPost && r.URL.Path == peerstatus.GatePath:
+			if r.Header.Get("Content-Type") != peerstatus.ContentType {
+				http.Error(w, "content type", http.StatusBadRequest)
+				return
+			}
+			json.NewDecoder(r.Body).Decode(&gotGate)
+			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1", Gate: peerstatus.Gate{Enabled: true, Open: true}})
+		case r.Method == http.MethodPost && r.URL.Path == peerstatus.KVApplyPath:
+			json.NewEncoder(w).Encode(peerstatus.KVStatus{Digest: "d", InSync: true})
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	s, err := c.Summary(ctx, target)
+	if err != nil || s.BootID != "b1" || s.Counts.Brokers != 1 {
+		t.Fatalf("Summary() = %+v, %v", s, err)
+	}
+	want := peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{{Cluster: "c", Addr: "10.0.0.1:10911"}}}
+	s, err = c.OpenGate(ctx, target, want)
+	if err != nil || !s.Gate.Open || len(gotGate.Expect) != 1 || gotGate.Expect[0] != want.Expect[0] {
+		t.Fatalf("OpenGate() = %+v, %v; the peer got %+v", s, err, gotGate)
+	}
+	kv, err := c.ApplyKV(ctx, target)
+	if err != nil || !kv.InSync {
+		t.Fatalf("ApplyKV() = %+v, %v", kv, err)
+	}
+}
+
+func TestHTTPErrors(t *testing.T) {
+	ctx := context.Background()
+	c := NewHTTP(500 * time.Millisecond)
+	tests := []struct {
+		name string
+		h    http.HandlerFunc
+		like string
+		is   error
+	}{
+		{name: "an older NameServer", h: http.NotFound, like: "older than the operator", is: ErrUnsupported},
+		{name: "a server error", h: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) }, like: "HTTP 500: boom"},
+		{name: "not JSON", h: func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("<html>")) }, like: "decoding the answer"},
+		{name: "too large", h: func(w http.ResponseWriter, _ *http.Request) { w.Write(make([]byte, maxBody+1)) }, like: "larger than"},
+		{name: "too slow", h: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, like: "Timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Summary(ctx, serve(t, tt.h))
+			if err == nil || !strings.Contains(err.Error(), tt.like) || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Errorf("Summary() error = %v, want one like %q", err, tt.like)
+			}
+		})
+	}
+	// Nothing listens: the error names the address.
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().(*net.TCPAddr)
+	l.Close()
+	if _, err := c.Summary(ctx, Target{IP: "127.0.0.1", Port: int32(addr.Port)}); err == nil || !strings.Contains(err.Error(), addr.String()) {
+		t.Errorf("Summary() of a closed port = %v", err)
+	}
+}
+
+type fakeClient struct{ calls int }
+
+func (f *fakeClient) Summary(context.Context, Target) (*peerstatus.Summary, error) {
+	f.calls++
+	return &peerstatus.Summary{BootID: "x"}, nil
+}
+
+func (f *fakeClient) OpenGate(context.Context, Target, peerstatus.GateRequest) (*peerstatus.Summary, error) {
+	return nil, errors.New("unused")
+}
+
+func (f *fakeClient) ApplyKV(context.Context, Target) (*peerstatus.KVStatus, error) {
+	return nil, errors.New("unused")
+}
+
+func TestObserverCadence(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	round := 30 * time.Second
+	fc := &fakeClient{}
+	o := &Observer{Client: fc}
+	c := o.State("uid-1")
+	if due, _ := c.Due(t0, round, "f1"); !due {
+		t.Fatal("never read: not due")
+	}
+	o.Read(context.Background(), c, map[int32]Target{0: {IP: "10.0.0.1", Port: 8080}, 1: {IP: "10.0.0.2", Port: 8080}}, t0, "f1")
+	if fc.calls != 2 || len(c.Peers) != 2 || c.Peers[1].Summary == nil {
+		t.Fatalf("read %d peers, state %+v", fc.calls, c.Peers)
+	}
+	if due, next := c.Due(t0.Add(10*time.Second), round, "f1"); due || !next.Equal(t0.Add(round)) {
+		t.Errorf("10 s after a read: due %v, next %v; want not due before a round", due, next)
+	}
+	if due, _ := c.Due(t0.Add(10*time.Second), round, "f2"); !due {
+		t.Error("a pod changed: not due")
+	}
+	c.ConfirmAt = t0.Add(20 * time.Second)
+	if due, next := c.Due(t0.Add(10*time.Second), round, "f1"); due || !next.Equal(c.ConfirmAt) {
+		t.Errorf("confirmation pending: due %v, next %v", due, next)
+	}
+	if due, _ := c.Due(t0.Add(20*time.Second), round, "f1"); !due {
+		t.Error("at the confirmation time: not due")
+	}
+	if due, _ := c.Due(t0.Add(round), round, "f1"); !due {
+		t.Error("a round later: not due")
+	}
+	if o.State("uid-1") != c {
+		t.Error("State() returned a new state for the same cluster")
+	}
+	o.Forget("uid-1")
+	if o.State("uid-1") == c {
+		t.Error("Forget() kept the state")
+	}
+}

@@ -1,0 +1,87 @@
+package render
+
+import (
+	"net"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+)
+
+// ExternalService is the Service of one peer for clients and brokers outside
+// the Kubernetes cluster (spec.externalAccess): it selects that peer's pod
+// alone, by the pod-name label the StatefulSet controller sets, so each
+// external address reaches exactly one NameServer, as RocketMQ expects.
+// Not-ready pods are published: a broker must reach a starting peer to
+// register with it before it can serve.
+func ExternalService(c *v1alpha1.NameServerCluster, ordinal int32) *corev1ac.ServiceApplyConfiguration {
+	ea := c.Spec.ExternalAccess
+	typ := corev1.ServiceTypeLoadBalancer
+	if ea.Type == v1alpha1.ExternalNodePort {
+		typ = corev1.ServiceTypeNodePort
+	}
+	selector := SelectorLabels(c)
+	selector[appsv1.StatefulSetPodNameLabel] = PodName(c, ordinal)
+	// Local keeps the client's address visible to the NameServer, which
+	// logs and limits by it, and saves a hop through another node; but a
+	// node port reached through a configured host may land on any node, so
+	// that one keeps the default, Cluster.
+	policy := corev1.ServiceExternalTrafficPolicyLocal
+	if typ == corev1.ServiceTypeNodePort && ea.NodePortHost != "" {
+		policy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	spec := corev1ac.ServiceSpec().
+		WithType(typ).
+		WithSelector(selector).
+		WithPublishNotReadyAddresses(true).
+		WithExternalTrafficPolicy(policy).
+		WithPorts(corev1ac.ServicePort().WithName(RemotingPortName).WithProtocol(corev1.ProtocolTCP).
+			WithPort(c.Spec.Ports.Remoting).WithTargetPort(intstr.FromString(RemotingPortName)))
+	if typ == corev1.ServiceTypeLoadBalancer && ea.LoadBalancerClass != nil {
+		spec.WithLoadBalancerClass(*ea.LoadBalancerClass)
+	}
+	svc := corev1ac.Service(ExternalServiceName(c, ordinal), c.Namespace).
+		WithLabels(Labels(c)).
+		WithOwnerReferences(ownerReference(c)).
+		WithSpec(spec)
+	if len(ea.Annotations) > 0 {
+		svc.WithAnnotations(ea.Annotations)
+	}
+	return svc
+}
+
+// ExternalAddress is where a peer's external Service is reached, "" while
+// it is not known yet: the load balancer's first ingress address and the
+// Service port, or for a node port the configured host (else the node the
+// peer runs on) and the node port.
+func ExternalAddress(c *v1alpha1.NameServerCluster, svc *corev1.Service, hostIP string) string {
+	if c.Spec.ExternalAccess == nil || svc == nil || len(svc.Spec.Ports) == 0 {
+		return ""
+	}
+	port := svc.Spec.Ports[0]
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer:
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			host := in.IP
+			if host == "" {
+				host = in.Hostname
+			}
+			if host != "" {
+				return net.JoinHostPort(host, strconv.Itoa(int(port.Port)))
+			}
+		}
+	case corev1.ServiceTypeNodePort:
+		host := c.Spec.ExternalAccess.NodePortHost
+		if host == "" {
+			host = hostIP
+		}
+		if host != "" && port.NodePort != 0 {
+			return net.JoinHostPort(host, strconv.Itoa(int(port.NodePort)))
+		}
+	}
+	return ""
+}
