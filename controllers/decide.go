@@ -50,7 +50,7 @@ func (d *decision) serving(o *observed, ordinal int32) bool {
 	if complete, known := d.routes.Complete[ordinal]; known && !complete {
 		return false
 	}
-	if v, ok := d.kv[ordinal]; ok && d.kvDeclared && v.Known && !v.InSync {
+	if v, ok := d.kv[ordinal]; ok && d.kvDeclared && v.Blocks {
 		return false
 	}
 	return true
@@ -190,7 +190,7 @@ func (d *decision) gateRequests(o *observed) map[int32]peerstatus.GateRequest {
 		if !ok {
 			continue
 		}
-		if v := d.kv[ordinal]; d.kvDeclared && !v.InSync {
+		if v := d.kv[ordinal]; d.kvDeclared && v.Blocks {
 			continue
 		}
 		out[ordinal] = peerstatus.GateRequest{Expect: expect}

@@ -131,7 +131,13 @@ func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req 
 		return ctrl.Result{}, r.deleteTargets(ctx, req.Namespace, req.Name, nil, nil)
 	}
 	if !c.DeletionTimestamp.IsZero() {
+		// Being deleted (a foreground delete keeps it while the garbage
+		// collector works): nothing is applied any more, and the copies it
+		// published elsewhere go now.
 		r.Peers.Forget(c.UID)
+		if err := r.deleteTargets(ctx, c.Namespace, c.Name, nil, c); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.releaseLegacyFinalizer(ctx, c)
 	}
 	if err := r.releaseLegacyFinalizer(ctx, c); err != nil {
@@ -144,11 +150,6 @@ func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req 
 func (r *NameServerClusterReconciler) releaseLegacyFinalizer(ctx context.Context, c *v1alpha1.NameServerCluster) error {
 	if !controllerutil.ContainsFinalizer(c, LegacyFinalizer) {
 		return nil
-	}
-	if !c.DeletionTimestamp.IsZero() {
-		if err := r.deleteTargets(ctx, c.Namespace, c.Name, nil, nil); err != nil {
-			return err
-		}
 	}
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(c, LegacyFinalizer)

@@ -46,7 +46,17 @@ var _ = Describe("NameServerCluster", func() {
 		ctr := pod.Containers[0]
 		Expect(ctr.Image).To(Equal(testImage))
 		Expect(ctr.Command).To(Equal([]string{"/namesrv"}))
-		Expect(ctr.Args).To(ContainElements("--listen-port=9876", "--http-port=8080", "--address-file=/etc/namesrv-addr/namesrvAddr"))
+		Expect(ctr.Args).To(ContainElements("--listen-port=9876", "--http-port=8080", "--address-file=/etc/namesrv-addr/namesrvAddr",
+			"--broker-address-file=/etc/namesrv-broker-addr/namesrvAddr", "--kv-declared-file=/etc/namesrv-kv/kvConfig.json"))
+		Expect(sts.Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType), "the operator paces rolls itself")
+		Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy).To(HaveValue(Equal(appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType})))
+		By("production defaults: requests and a memory limit, GOMEMLIMIT from it, a preStop pause")
+		Expect(ctr.Resources.Requests).To(And(HaveKey(corev1.ResourceCPU), HaveKey(corev1.ResourceMemory)))
+		Expect(ctr.Resources.Limits).To(HaveKeyWithValue(corev1.ResourceMemory, resource.MustParse("512Mi")))
+		Expect(ctr.Env).To(ContainElement(And(HaveField("Name", "GOMEMLIMIT"),
+			HaveField("ValueFrom.ResourceFieldRef.Resource", "limits.memory"), HaveField("ValueFrom.ResourceFieldRef.ContainerName", "namesrv"))))
+		Expect(ctr.Lifecycle.PreStop.Sleep.Seconds).To(BeEquivalentTo(render.PreStopSeconds))
 		Expect(ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 		Expect(ctr.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(ctr.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString("http")))
@@ -55,9 +65,14 @@ var _ = Describe("NameServerCluster", func() {
 		Expect(pod.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
 		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
 		Expect(pod.TerminationGracePeriodSeconds).To(HaveValue(BeEquivalentTo(30)))
-		Expect(ctr.VolumeMounts).To(ContainElement(And(HaveField("Name", "namesrv-addr"), HaveField("MountPath", "/etc/namesrv-addr"), HaveField("ReadOnly", true))))
-		Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "namesrv-addr"),
-			HaveField("ConfigMap.LocalObjectReference.Name", "alpha-namesrv-addr"), HaveField("ConfigMap.Optional", HaveValue(BeTrue())))))
+		Expect(ctr.VolumeMounts).To(ContainElements(
+			And(HaveField("Name", "namesrv-addr"), HaveField("MountPath", "/etc/namesrv-addr"), HaveField("ReadOnly", true)),
+			And(HaveField("Name", "namesrv-broker-addr"), HaveField("MountPath", "/etc/namesrv-broker-addr"), HaveField("ReadOnly", true)),
+			And(HaveField("Name", "namesrv-kv"), HaveField("MountPath", "/etc/namesrv-kv"), HaveField("ReadOnly", true))))
+		Expect(pod.Volumes).To(ContainElements(
+			And(HaveField("Name", "namesrv-addr"), HaveField("ConfigMap.LocalObjectReference.Name", "alpha-namesrv-addr"), HaveField("ConfigMap.Optional", HaveValue(BeTrue()))),
+			And(HaveField("Name", "namesrv-broker-addr"), HaveField("ConfigMap.LocalObjectReference.Name", "alpha-namesrv-addr-brokers")),
+			And(HaveField("Name", "namesrv-kv"), HaveField("ConfigMap.LocalObjectReference.Name", "alpha-kv"))))
 		Expect(sts.Spec.Template.Annotations).To(HaveKey(render.AnnotationConfigChecksum))
 
 		for _, name := range []string{"alpha-headless", "alpha"} {
@@ -79,20 +94,26 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(cm.Data).To(HaveKey("namesrv.properties"))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
+			domain := "alpha." + ns + ".svc.cluster.local:8080"
 			g.Expect(addressData(g, ns, "alpha-namesrv-addr")).To(Equal(map[string]string{
-				"namesrvAddr": "", "NAMESRV_ADDR": "", "namesrvAddrIPs": "",
-				"rmqAddressServerDomain":   "alpha." + ns + ".svc.cluster.local:8080",
-				"rocketmq.namesrv.domain":  "alpha." + ns + ".svc.cluster.local:8080",
-				"rmqAddressServerSubGroup": "nsaddr",
-			}))
+				"namesrvAddr": "", "NAMESRV_ADDR": "",
+				"rocketmq.namesrv.domain": domain, "rocketmq.namesrv.domain.subgroup": "nsaddr",
+			}), "nothing serves yet: the client list is empty")
+			g.Expect(addressData(g, ns, "alpha-namesrv-addr-brokers")).To(Equal(map[string]string{
+				"namesrvAddr": peerList(ns, "alpha", 3), "NAMESRV_ADDR": peerList(ns, "alpha", 3),
+				"rmqAddressServerDomain": domain, "rmqAddressServerSubGroup": "brokers",
+			}), "brokers learn of every peer at once")
+			g.Expect(addressData(g, ns, "alpha-namesrv-addr-ips")).To(Equal(map[string]string{"namesrvAddrIPs": ""}))
+			g.Expect(addressData(g, ns, "alpha-kv")).To(HaveKeyWithValue("kvConfig.json", `{"policy":"Owned","configTable":{}}`))
 		}).Should(Succeed())
 		pdb := &policyv1.PodDisruptionBudget{}
 		Eventually(func() error { return k8sClient.Get(testCtx, key(ns, "alpha"), pdb) }).Should(Succeed())
 		Expect(pdb.Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+		Expect(pdb.Spec.UnhealthyPodEvictionPolicy).To(HaveValue(Equal(policyv1.AlwaysAllow)))
 
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "alpha")
-			g.Expect(c.Finalizers).To(ContainElement(Finalizer))
+			g.Expect(c.Finalizers).To(BeEmpty(), "no finalizer: uninstalling the operator first must not leave the cluster undeletable")
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
 			g.Expect(c.Status.Selector).To(Equal("app.kubernetes.io/instance=alpha,app.kubernetes.io/name=namesrv"))
 			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
@@ -101,7 +122,8 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(eventNotes(g, ns, "alpha")).To(ContainElements(
 				"created StatefulSet "+ns+"/alpha", "created Service "+ns+"/alpha", "created Service "+ns+"/alpha-headless",
 				"created ConfigMap "+ns+"/alpha-config", "created ConfigMap "+ns+"/alpha-namesrv-addr",
-				"created PodDisruptionBudget "+ns+"/alpha"))
+				"created ConfigMap "+ns+"/alpha-namesrv-addr-brokers", "created ConfigMap "+ns+"/alpha-namesrv-addr-ips",
+				"created ConfigMap "+ns+"/alpha-kv", "created PodDisruptionBudget "+ns+"/alpha"))
 		}).Should(Succeed())
 
 		By("re-reconciling an unchanged cluster writes nothing")
@@ -111,7 +133,7 @@ var _ = Describe("NameServerCluster", func() {
 				g.Expect(k8sClient.Get(testCtx, key(ns, "alpha"), o)).To(Succeed())
 				out = append(out, o.GetResourceVersion())
 			}
-			for _, name := range []string{"alpha-config", "alpha-namesrv-addr"} {
+			for _, name := range []string{"alpha-config", "alpha-kv", "alpha-namesrv-addr", "alpha-namesrv-addr-brokers", "alpha-namesrv-addr-ips"} {
 				cm := &corev1.ConfigMap{}
 				g.Expect(k8sClient.Get(testCtx, key(ns, name), cm)).To(Succeed())
 				out = append(out, cm.ResourceVersion)
@@ -123,34 +145,41 @@ var _ = Describe("NameServerCluster", func() {
 		Consistently(versions).Should(Equal(before))
 	})
 
-	It("publishes peers once ready, in order, and keeps the IP list current", func() {
+	It("publishes every serving peer, gaps included, and keeps the IP list current in a ConfigMap of its own", func() {
 		newCluster(ns, "pub")
 		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "pub")).To(BeEquivalentTo(3)) }).Should(Succeed())
 
-		By("a ready pod behind an unready one waits")
+		By("one pending pod does not hide a ready one above it")
 		setPod(ns, "pub", 0, true, podIP(0))
 		setPod(ns, "pub", 1, false, "")
 		setPod(ns, "pub", 2, true, podIP(2))
+		gap := peerAddr(ns, "pub", 0) + ";" + peerAddr(ns, "pub", 2)
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(And(
-				HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 1)),
-				HaveKeyWithValue("NAMESRV_ADDR", peerList(ns, "pub", 1)),
-				HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876")))
+				HaveKeyWithValue("namesrvAddr", gap), HaveKeyWithValue("NAMESRV_ADDR", gap)))
+			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
-			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(1))
+			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
 			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(HaveField("Reason", "WaitingForReadiness"))
+			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond).To(HaveField("Reason", v1alpha1.ReasonWaitingForPeers))
+			g.Expect(cond.Message).To(ContainSubstring("pub-1: its pod is not ready"))
+			g.Expect(c.Status.Peers).To(ContainElements(
+				And(HaveField("Name", "pub-0"), HaveField("Published", true), HaveField("Ready", true), HaveField("Reachable", HaveValue(BeFalse()))),
+				And(HaveField("Name", "pub-1"), HaveField("Published", false), HaveField("Ready", false)),
+				And(HaveField("Name", "pub-2"), HaveField("Published", true))))
 		}).Should(Succeed())
 
 		By("the gap closes and every peer is published")
 		readyPods(ns, "pub", 1)
 		settleStatefulSet(ns, "pub")
 		Eventually(func(g Gomega) {
-			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(And(
-				HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)),
-				HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9876;"+podIP(2)+":9876")))
+			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)))
+			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(
+				HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
 			g.Expect(c.Status.NamesrvAddr).To(Equal(peerList(ns, "pub", 3)))
+			g.Expect(c.Status.BrokerNamesrvAddr).To(Equal(peerList(ns, "pub", 3)))
 			g.Expect(c.Status.Addresses).To(HaveLen(3))
 			g.Expect(c.Status.ReadyReplicas).To(BeEquivalentTo(3))
 			for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
@@ -163,23 +192,30 @@ var _ = Describe("NameServerCluster", func() {
 		}).Should(Succeed())
 
 		By("a published pod that restarts stays listed by name; only the IP list follows it")
+		addrBefore := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(testCtx, key(ns, "pub-namesrv-addr"), addrBefore)).To(Succeed())
 		setPod(ns, "pub", 1, false, podIP(1))
 		Eventually(func(g Gomega) {
-			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
+			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(HaveField("Reason", "PublishedPeersNotReady"))
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(And(
+				HaveField("Reason", v1alpha1.ReasonPeersNotReady), HaveField("Message", ContainSubstring("pub-1"))))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)))
 		}).Should(Succeed())
+		addrAfter := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(testCtx, key(ns, "pub-namesrv-addr"), addrAfter)).To(Succeed())
+		Expect(addrAfter.ResourceVersion).To(Equal(addrBefore.ResourceVersion),
+			"a restart must not touch the address ConfigMap, or a Reloader-style controller would restart every reader")
 		By("a pod recreated elsewhere gets a new IP, which the IP list follows")
 		Expect(k8sClient.Delete(testCtx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pub-1"}})).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
+			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 		}).Should(Succeed())
 		setPod(ns, "pub", 1, true, "10.9.9.9")
 		Eventually(func(g Gomega) {
-			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;10.9.9.9:9876;"+podIP(2)+":9876"))
+			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;10.9.9.9:9876;"+podIP(2)+":9876"))
 		}).Should(Succeed())
 	})
 
@@ -216,7 +252,9 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(eventReasons(g, ns, "scale")).To(ContainElement("Normal/Draining"))
 		}).Should(Succeed())
 		Expect(statefulSetReplicas(Default, ns, "scale")).To(BeEquivalentTo(5))
-		Expect(addressData(Default, ns, "scale-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9876"))
+		Expect(addressData(Default, ns, "scale-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9876"))
+		Expect(addressData(Default, ns, "scale-namesrv-addr-brokers")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "scale", 5)),
+			"brokers keep registering with draining peers until they go")
 
 		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "scale")).To(BeEquivalentTo(2)) }, 10*time.Second).Should(Succeed())
 		Expect(time.Since(start)).To(BeNumerically(">=", 2*time.Second), "the StatefulSet shrank before the 3s drain was over")
@@ -328,16 +366,21 @@ var _ = Describe("NameServerCluster", func() {
 
 	It("keeps copies in other namespaces equal and deletes them with the cluster", func() {
 		brokers, clients := newNamespace(nil), newNamespace(nil)
+		acceptFrom(brokers, ns+"/multi")
+		acceptFrom(clients, "someone/else", ns+"/*")
 		missing := fmt.Sprintf("later-%d", time.Now().UnixNano())
 		newCluster(ns, "multi", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: brokers}, {Namespace: clients, Name: "rocketmq"}, {Namespace: missing}}
 		})
 		readyPods(ns, "multi", 0, 1, 2)
 		Eventually(func(g Gomega) {
-			local := addressData(g, ns, "multi-namesrv-addr")
-			g.Expect(local).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
-			g.Expect(addressData(g, brokers, "multi-namesrv-addr")).To(Equal(local))
-			g.Expect(addressData(g, clients, "rocketmq")).To(Equal(local))
+			for _, suffix := range []string{"", "-brokers", "-ips"} {
+				local := addressData(g, ns, "multi-namesrv-addr"+suffix)
+				g.Expect(local).To(HaveKeyWithValue(Or(Equal("namesrvAddr"), Equal("namesrvAddrIPs")), Not(BeEmpty())))
+				g.Expect(addressData(g, brokers, "multi-namesrv-addr"+suffix)).To(Equal(local))
+				g.Expect(addressData(g, clients, "rocketmq"+suffix)).To(Equal(local))
+			}
+			g.Expect(addressData(g, ns, "multi-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
 		}).Should(Succeed())
 
 		By("a target whose namespace does not exist is refused, then published once it appears")
@@ -346,11 +389,12 @@ var _ = Describe("NameServerCluster", func() {
 			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(cond.Reason).To(Equal("TargetRefused"))
+			g.Expect(cond.Reason).To(Equal(v1alpha1.RefusalTarget))
 			g.Expect(cond.Message).To(ContainSubstring(missing))
-			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/TargetRefused"))
+			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/" + v1alpha1.RefusalTarget))
 		}).Should(Succeed())
-		Expect(k8sClient.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}})).To(Succeed())
+		Expect(k8sClient.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing,
+			Annotations: map[string]string{v1alpha1.AnnotationAcceptPublishFrom: ns + "/multi"}}})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, missing, "multi-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
 			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "multi").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
@@ -370,30 +414,44 @@ var _ = Describe("NameServerCluster", func() {
 			return apierrors.IsNotFound(k8sClient.Get(testCtx, key(missing, "multi-namesrv-addr"), &corev1.ConfigMap{}))
 		}).Should(BeTrue())
 
-		By("deleting the cluster deletes the copies, then the finalizer lets it go")
+		By("deleting the cluster, which has no finalizer, deletes the copies once the operator sees it gone")
 		Expect(k8sClient.Delete(testCtx, &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "multi"}})).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(brokers, "multi-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue())
-			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(clients, "rocketmq"), &corev1.ConfigMap{}))).To(BeTrue())
+			for _, suffix := range []string{"", "-brokers", "-ips"} {
+				g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(brokers, "multi-namesrv-addr"+suffix), &corev1.ConfigMap{}))).To(BeTrue())
+				g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(clients, "rocketmq"+suffix), &corev1.ConfigMap{}))).To(BeTrue())
+			}
 			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(ns, "multi"), &v1alpha1.NameServerCluster{}))).To(BeTrue())
 		}).Should(Succeed())
 	})
 
 	It("refuses targets it cannot honour and leaves foreign ConfigMaps alone", func() {
-		other := newNamespace(nil)
+		other, closed := newNamespace(nil), newNamespace(nil)
+		acceptFrom(other, ns+"/refuse")
 		foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "theirs"}, Data: map[string]string{"k": "v"}}
 		Expect(k8sClient.Create(testCtx, foreign)).To(Succeed())
-		newCluster(ns, "refuse", func(c *v1alpha1.NameServerCluster) {
-			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: ns, Name: "copy"}, {Namespace: other, Name: "theirs"}}
+		newCluster(ns, "refuse", withReplicas(1), func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: ns, Name: "copy"}, {Namespace: other, Name: "theirs"}, {Namespace: closed}}
 		})
+		readyPods(ns, "refuse", 0)
+		settleStatefulSet(ns, "refuse")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "refuse")
 			degraded := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
 			g.Expect(degraded).NotTo(BeNil())
 			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(degraded.Message).To(And(ContainSubstring("is the cluster's own"), ContainSubstring("was not created for this cluster")))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", "Blocked"))
-			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElement("Warning/TargetRefused"))
+			g.Expect(degraded.Message).To(And(ContainSubstring("is the cluster's own"), ContainSubstring("is not this cluster's"),
+				ContainSubstring(fmt.Sprintf("namespace %q does not accept address lists from %s/refuse", closed, ns))))
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonBlocked))
+			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElements("Warning/"+v1alpha1.RefusalTarget, "Warning/"+v1alpha1.RefusalNotOwned))
+		}).Should(Succeed())
+		Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(closed, "refuse-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue(),
+			"a namespace that did not opt in received the list")
+
+		By("the namespace opts in: its copies are written")
+		acceptFrom(closed, ns+"/refuse")
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, closed, "refuse-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "refuse", 1)))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, other, "theirs")).To(Equal(map[string]string{"k": "v"}))
@@ -435,10 +493,10 @@ var _ = Describe("NameServerCluster", func() {
 		setPod(other, "one", 0, true, "10.2.0.1")
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "one-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "one", 3)))
-			g.Expect(addressData(g, ns, "two-namesrv-addr")).To(And(
-				HaveKeyWithValue("namesrvAddr", peerList(ns, "two", 1)), HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876")))
-			g.Expect(addressData(g, other, "one-namesrv-addr")).To(And(
-				HaveKeyWithValue("namesrvAddr", peerList(other, "one", 1)), HaveKeyWithValue("namesrvAddrIPs", "10.2.0.1:9876")))
+			g.Expect(addressData(g, ns, "two-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "two", 1)))
+			g.Expect(addressData(g, ns, "two-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876"))
+			g.Expect(addressData(g, other, "one-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(other, "one", 1)))
+			g.Expect(addressData(g, other, "one-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", "10.2.0.1:9876"))
 		}).Should(Succeed())
 		Expect(k8sClient.Delete(testCtx, &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one"}})).To(Succeed())
 		Eventually(func() bool {
@@ -446,7 +504,7 @@ var _ = Describe("NameServerCluster", func() {
 		}).Should(BeTrue())
 		setPod(ns, "two", 0, true, "10.3.0.1")
 		Eventually(func(g Gomega) {
-			g.Expect(addressData(g, ns, "two-namesrv-addr")).To(HaveKeyWithValue("namesrvAddrIPs", "10.3.0.1:9876"))
+			g.Expect(addressData(g, ns, "two-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", "10.3.0.1:9876"))
 		}).Should(Succeed())
 		Expect(addressData(Default, other, "one-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(other, "one", 1)))
 	})
@@ -534,6 +592,7 @@ var _ = Describe("NameServerCluster", func() {
 
 	It("leaves nothing for the garbage collector to race with when deleted in the middle of a drain", func() {
 		target := newNamespace(nil)
+		acceptFrom(target, ns+"/doomed")
 		newCluster(ns, "doomed", withDrain(3), func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: target}}
 		})
@@ -555,6 +614,9 @@ var _ = Describe("NameServerCluster", func() {
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-headless"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-config"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr-brokers"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr-ips"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-kv"}},
 			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
 		}
 		By("every child in the cluster's namespace is one the garbage collector deletes with it")
@@ -696,6 +758,42 @@ var _ = Describe("NameServerCluster validation", func() {
 		Entry("a client CA key no Secret can hold", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.TLS = &v1alpha1.TLSSpec{SecretName: "s", ClientAuth: v1alpha1.TLSClientAuthRequire, ClientCA: &v1alpha1.SecretKey{Key: "ca/crt"}}
 		}, "spec.tls.clientCA.key in body should match"),
+		Entry("an address ConfigMap named like the KV ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.ConfigMapName = "a-kv"
+		}, "spec.publish.configMapName cannot be <name>-config or <name>-kv"),
+		Entry("the same KV namespace and key twice", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "a:1"}, {Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "b:1"}}
+		}, "kvConfig has the same namespace and key twice"),
+		Entry("a KV entry without a namespace", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Key: "T", Value: "a:1"}}
+		}, "spec.kvConfig[0].namespace in body should be at least 1 chars long"),
+		Entry("a KV key with spaces", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "N", Key: "a b", Value: "x"}}
+		}, "spec.kvConfig[0].key in body should match"),
+		Entry("a KV value over 2048 characters", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "N", Key: "k", Value: strings.Repeat("x", 2049)}}
+		}, "spec.kvConfig[0].value: Too long: may not be more than 2048"),
+		Entry("more than 256 KV entries", "a", func(c *v1alpha1.NameServerCluster) {
+			for i := range 257 {
+				c.Spec.KVConfig = append(c.Spec.KVConfig, v1alpha1.KVConfigEntry{Namespace: "N", Key: fmt.Sprint(i), Value: "x"})
+			}
+		}, "spec.kvConfig: Too many: 257: must have at most 256 items"),
+		Entry("an unknown KV policy", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.KVConfigPolicy = "Merge" },
+			`spec.kvConfigPolicy: Unsupported value: "Merge": supported values: "Owned", "Additive"`),
+		Entry("GOMEMLIMIT in env", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "1GiB"}}
+		}, "env cannot set GOMEMLIMIT: the operator sets it from the container's memory limit"),
+		Entry("a volume named like the operator's", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		}, "volumes cannot use the operator's volume names"),
+		Entry("a mount over the operator's paths", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.VolumeMounts = []corev1.VolumeMount{{Name: "x", MountPath: "/var/lib/namesrv"}}
+		}, "volumeMounts cannot mount over /etc/namesrv*, /var/lib/namesrv or /tmp"),
+		Entry("a broker heartbeat of zero", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.BrokerHeartbeatSeconds = ptr.To[int32](0) },
+			"spec.brokerHeartbeatSeconds in body should be greater than or equal to 1"),
+		Entry("an unknown external access type", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Type: "ClusterIP"}
+		}, `spec.externalAccess.type: Unsupported value: "ClusterIP"`),
 	)
 
 	It("fills in the defaults", func() {
@@ -705,7 +803,10 @@ var _ = Describe("NameServerCluster validation", func() {
 		Expect(c.Spec.PodDisruptionBudget.Enabled).To(HaveValue(BeTrue()))
 		Expect(c.Spec.PodDisruptionBudget.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(c.Spec.Service.Type).To(Equal(corev1.ServiceTypeClusterIP))
-		Expect(c.Spec.Publish.DrainSeconds).To(HaveValue(BeEquivalentTo(180)))
+		Expect(c.Spec.Publish.DrainSeconds).To(HaveValue(BeEquivalentTo(240)))
+		Expect(c.Spec.BrokerHeartbeatSeconds).To(HaveValue(BeEquivalentTo(30)))
+		Expect(c.Spec.KVConfigPolicy).To(Equal(v1alpha1.KVConfigOwned))
+		Expect(c.Spec.Paused).To(BeFalse())
 		Expect(c.Spec.Image).To(BeEmpty())
 	})
 

@@ -215,7 +215,7 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 	reason, status, msg := progress(in, desired(c))
 	set(v1alpha1.ConditionProgressing, status, reason, msg)
 
-	routesCondition(c, d, set)
+	routesCondition(c, o, d, set)
 	kvCondition(c, st.Peers, d, set)
 	return st
 }
@@ -254,8 +254,14 @@ func progress(in statusInput, desired int32) (reason string, status metav1.Condi
 }
 
 // routesCondition sets RoutesConsistent from the route check.
-func routesCondition(c *v1alpha1.NameServerCluster, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
 	r := d.routes
+	var unchecked []int32
+	for _, ordinal := range d.compared {
+		if _, read := o.state.Peers[ordinal]; !read {
+			unchecked = append(unchecked, ordinal)
+		}
+	}
 	switch {
 	case len(r.Differences) > 0:
 		first := r.Differences[0]
@@ -275,6 +281,9 @@ func routesCondition(c *v1alpha1.NameServerCluster, d *decision, set func(string
 			describeOrdinals(c, r.Unreadable)))
 	case len(d.compared) == 0:
 		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionUnknown, v1alpha1.ReasonNotChecked, "no peer serves clients yet")
+	case len(unchecked) > 0:
+		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionUnknown, v1alpha1.ReasonNotChecked,
+			fmt.Sprintf("%s not read yet", describeOrdinals(c, unchecked)))
 	default:
 		set(v1alpha1.ConditionRoutesConsistent, metav1.ConditionTrue, v1alpha1.ReasonConsistent,
 			fmt.Sprintf("the %d serving peers hold the same live brokers", len(d.compared)))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
 
@@ -139,6 +141,7 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 		Render:     render.Options{ClusterDomain: "cluster.local", DefaultImage: testImage},
 		Namespaces: namespaces,
 		Clock:      clock.RealClock{},
+		Peers:      &peerclient.Observer{Client: testPeers},
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(testCtx)
@@ -239,8 +242,15 @@ func peerList(ns, cluster string, n int) string {
 func podIP(ordinal int) string { return "10.1.0." + strconv.Itoa(ordinal+10) }
 
 // setPod plays the StatefulSet controller and the kubelet for one pod:
-// creates it when missing, then writes its readiness and IP.
+// creates it when missing (at revision r1, listening on the default ports),
+// then writes its readiness and IP.
 func setPod(ns, cluster string, ordinal int, ready bool, ip string) {
+	setPodAt(ns, cluster, ordinal, ready, ip, "r1", 9876)
+}
+
+// setPodAt is setPod for a pod created from a given StatefulSet revision,
+// listening on a given remoting port.
+func setPodAt(ns, cluster string, ordinal int, ready bool, ip, revision string, port int32) {
 	name := fmt.Sprintf("%s-%d", cluster, ordinal)
 	pod := &corev1.Pod{}
 	if err := k8sClient.Get(testCtx, key(ns, name), pod); err != nil {
@@ -248,8 +258,11 @@ func setPod(ns, cluster string, ordinal int, ready bool, ip string) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 				render.LabelName: render.AppName, render.LabelInstance: cluster,
 				render.LabelManagedBy: render.ManagedBy, render.LabelComponent: render.Component,
+				appsv1.ControllerRevisionHashLabelKey: revision, appsv1.StatefulSetPodNameLabel: name,
 			}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Image: testImage}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Image: testImage, Ports: []corev1.ContainerPort{
+				{Name: "remoting", ContainerPort: port}, {Name: "http", ContainerPort: 8080},
+			}}}},
 		}
 		Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
 	}
@@ -277,17 +290,34 @@ func readyPods(ns, cluster string, ordinals ...int) {
 }
 
 // settleStatefulSet plays the StatefulSet controller's status for a
-// StatefulSet whose pods all run the current revision and are ready.
-func settleStatefulSet(ns, name string) {
+// StatefulSet whose pods all run the current revision, r1, and are ready.
+func settleStatefulSet(ns, name string) { observeRevision(ns, name, "r1") }
+
+// observeRevision plays the StatefulSet controller observing its current
+// template as revision rev.
+func observeRevision(ns, name, rev string) {
 	Eventually(func(g Gomega) {
 		sts := &appsv1.StatefulSet{}
 		g.Expect(k8sClient.Get(testCtx, key(ns, name), sts)).To(Succeed())
 		n := ptr.Deref(sts.Spec.Replicas, 1)
 		sts.Status = appsv1.StatefulSetStatus{
 			ObservedGeneration: sts.Generation, Replicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			CurrentReplicas: n, UpdatedReplicas: n, CurrentRevision: "r1", UpdateRevision: "r1",
+			CurrentReplicas: n, UpdatedReplicas: n, CurrentRevision: rev, UpdateRevision: rev,
 		}
 		g.Expect(k8sClient.Status().Update(testCtx, sts)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// acceptFrom annotates a namespace to accept the address lists of clusters.
+func acceptFrom(namespace string, clusters ...string) {
+	Eventually(func(g Gomega) {
+		n := &corev1.Namespace{}
+		g.Expect(k8sClient.Get(testCtx, client.ObjectKey{Name: namespace}, n)).To(Succeed())
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[v1alpha1.AnnotationAcceptPublishFrom] = strings.Join(clusters, ",")
+		g.Expect(k8sClient.Update(testCtx, n)).To(Succeed())
 	}).Should(Succeed())
 }
 

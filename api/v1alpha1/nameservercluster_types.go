@@ -169,7 +169,7 @@ type NameServerClusterSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:XValidation:rule="!self.exists(v, v.name in ['config', 'namesrv-addr', 'namesrv-kv', 'data', 'tmp', 'tls', 'tls-client-ca'])",message="volumes cannot use the operator's volume names: config, namesrv-addr, namesrv-kv, data, tmp, tls, tls-client-ca"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(v, v.name in ['config', 'namesrv-addr', 'namesrv-broker-addr', 'namesrv-kv', 'data', 'tmp', 'tls', 'tls-client-ca'])",message="volumes cannot use the operator's volume names: config, namesrv-addr, namesrv-broker-addr, namesrv-kv, data, tmp, tls, tls-client-ca"
 	// +optional
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 

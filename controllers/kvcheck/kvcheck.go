@@ -35,6 +35,11 @@ type Verdict struct {
 	// declaration again: it has the current file, is out of sync, and the
 	// policy lets the spec overwrite what it finds (Owned).
 	Apply bool
+	// Blocks is set when the peer must not take clients: it lacks the
+	// current declaration, a declared key, or, under Owned, a declared
+	// value. A value changed by hand under Additive is reported, and
+	// tolerated.
+	Blocks bool
 	// Drift lists what differs, as <namespace>/<key>: <reason>.
 	Drift []string
 }
@@ -44,9 +49,10 @@ type Verdict struct {
 func Check(want string, policy string, peers map[int32]Peer) map[int32]Verdict {
 	out := map[int32]Verdict{}
 	for o, p := range peers {
-		v := Verdict{Known: p.Readable}
+		v := Verdict{Known: p.Readable, Blocks: p.Readable}
 		switch {
 		case !p.Readable:
+			v.Blocks = false
 		case p.KV == nil:
 			v.Drift = []string{"the NameServer reads no declared-KV file (started without --kv-declared-file)"}
 		case p.KV.Error != "":
@@ -60,6 +66,8 @@ func Check(want string, policy string, peers map[int32]Peer) map[int32]Verdict {
 				v.Drift = append(v.Drift, fmt.Sprintf("%s/%s: %s", d.Namespace, d.Key, d.Reason))
 			}
 			v.Apply = !v.InSync && policy == peerstatus.PolicyOwned
+			v.Blocks = !v.InSync && (policy == peerstatus.PolicyOwned ||
+				slices.ContainsFunc(p.KV.Drift, func(d peerstatus.KVDrift) bool { return d.Reason != peerstatus.DriftDiffers }))
 		}
 		out[o] = v
 	}

@@ -21,24 +21,27 @@ func TestCheck(t *testing.T) {
 		{name: "unreadable", policy: peerstatus.PolicyOwned, peer: Peer{}, want: Verdict{}},
 		{name: "in sync", policy: peerstatus.PolicyOwned, peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, InSync: true}},
 			want: Verdict{Known: true, Delivered: true, InSync: true}},
-		{name: "hand-made drift under Owned: apply again", policy: peerstatus.PolicyOwned,
+		{name: "hand-made drift under Owned: apply again, no clients meanwhile", policy: peerstatus.PolicyOwned,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: drift}},
-			want: Verdict{Known: true, Delivered: true, Apply: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
-		{name: "hand-made drift under Additive: reported only", policy: peerstatus.PolicyAdditive,
+			want: Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
+		{name: "hand-made drift under Additive: reported only, tolerated", policy: peerstatus.PolicyAdditive,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: drift}},
 			want: Verdict{Known: true, Delivered: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
+		{name: "a missing declared key under Additive blocks", policy: peerstatus.PolicyAdditive,
+			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: []peerstatus.KVDrift{{Namespace: "n", Key: "k", Reason: peerstatus.DriftMissing}}}},
+			want: Verdict{Known: true, Delivered: true, Blocks: true}, like: "n/k: missing"},
 		{name: "an older declaration: waits for the kubelet, never forced", policy: peerstatus.PolicyOwned,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: "d0", InSync: true}},
-			want: Verdict{Known: true}, like: "has not reached this peer yet"},
+			want: Verdict{Known: true, Blocks: true}, like: "has not reached this peer yet"},
 		{name: "no declared-KV file configured", policy: peerstatus.PolicyOwned, peer: Peer{Readable: true},
-			want: Verdict{Known: true}, like: "no declared-KV file"},
+			want: Verdict{Known: true, Blocks: true}, like: "no declared-KV file"},
 		{name: "a file it cannot apply", policy: peerstatus.PolicyOwned, peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Error: "bad JSON"}},
-			want: Verdict{Known: true}, like: "cannot be applied: bad JSON"},
+			want: Verdict{Known: true, Blocks: true}, like: "cannot be applied: bad JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Check(want, tt.policy, map[int32]Peer{3: tt.peer})[3]
-			if got.Known != tt.want.Known || got.Delivered != tt.want.Delivered || got.InSync != tt.want.InSync || got.Apply != tt.want.Apply {
+			if got.Known != tt.want.Known || got.Delivered != tt.want.Delivered || got.InSync != tt.want.InSync || got.Apply != tt.want.Apply || got.Blocks != tt.want.Blocks {
 				t.Errorf("Check() = %+v, want %+v", got, tt.want)
 			}
 			if tt.like == "" && len(got.Drift) > 0 || tt.like != "" && !slices.ContainsFunc(got.Drift, func(d string) bool { return strings.Contains(d, tt.like) }) {

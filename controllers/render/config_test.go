@@ -1,10 +1,14 @@
 package render
 
 import (
+	"encoding/hex"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
@@ -12,42 +16,64 @@ import (
 func TestProperties(t *testing.T) {
 	header := "# NameServer properties of NameServerCluster mq/ns1, rendered by kube-namesrv from spec.config.\n" +
 		"# Edits here are overwritten: change spec.config instead. Ports and paths are command-line flags.\n"
-	warmUp := "needWaitForService=true\nwaitSecondsForService=45\n"
+	gate := "routeGateEnable=true\nrouteGateTimeoutSeconds=75\n"
 	tests := []struct {
-		name   string
-		config map[string]v1alpha1.ConfigValue
-		want   string
+		name      string
+		heartbeat *int32
+		config    map[string]v1alpha1.ConfigValue
+		want      string
 	}{
-		{name: "empty config is the header and the warm-up defaults", want: header + warmUp},
+		{name: "empty config is the header and the route gate defaults", want: header + gate},
 		{
-			name:   "keys are sorted",
+			name:   "keys are sorted, defaults among them",
 			config: map[string]v1alpha1.ConfigValue{"scanNotActiveBrokerInterval": "5000", "orderMessageEnable": "true", "clusterTest": "false"},
-			want:   header + "clusterTest=false\nneedWaitForService=true\norderMessageEnable=true\nscanNotActiveBrokerInterval=5000\nwaitSecondsForService=45\n",
+			want:   header + "clusterTest=false\norderMessageEnable=true\n" + gate + "scanNotActiveBrokerInterval=5000\n",
 		},
 		{
-			name:   "spec.config overrides a default",
-			config: map[string]v1alpha1.ConfigValue{"needWaitForService": "false", "waitSecondsForService": "5"},
-			want:   header + "needWaitForService=false\nwaitSecondsForService=5\n",
+			name:   "spec.config overrides the gate timeout and keeps the gate",
+			config: map[string]v1alpha1.ConfigValue{"routeGateTimeoutSeconds": "600"},
+			want:   header + "routeGateEnable=true\nrouteGateTimeoutSeconds=600\n",
+		},
+		{
+			name:   "spec.config turns the gate off and keeps the timeout",
+			config: map[string]v1alpha1.ConfigValue{"routeGateEnable": "false"},
+			want:   header + "routeGateEnable=false\nrouteGateTimeoutSeconds=75\n",
+		},
+		{
+			name:      "the timeout is two broker rounds and 15 s",
+			heartbeat: ptr.To[int32](10),
+			want:      header + "routeGateEnable=true\nrouteGateTimeoutSeconds=35\n",
+		},
+		{
+			name:      "an overridden timeout ignores the broker round",
+			heartbeat: ptr.To[int32](10),
+			config:    map[string]v1alpha1.ConfigValue{"routeGateTimeoutSeconds": "600"},
+			want:      header + "routeGateEnable=true\nrouteGateTimeoutSeconds=600\n",
 		},
 		{
 			name:   "control characters and backslashes are escaped",
 			config: map[string]v1alpha1.ConfigValue{"a": "x\ny\\z\tq\rw"},
-			want:   header + "a=x\\ny\\\\z\\tq\\rw\n" + warmUp,
+			want:   header + "a=x\\ny\\\\z\\tq\\rw\n" + gate,
 		},
 		{
 			name:   "a leading space is kept, inner spaces and separators are plain",
 			config: map[string]v1alpha1.ConfigValue{"a": " b c=d:e"},
-			want:   header + "a=\\ b c=d:e\n" + warmUp,
+			want:   header + "a=\\ b c=d:e\n" + gate,
 		},
 		{
 			name:   "non-ASCII becomes UTF-16 escapes",
 			config: map[string]v1alpha1.ConfigValue{"a": "é😀"},
-			want:   header + "a=\\u00E9\\uD83D\\uDE00\n" + warmUp,
+			want:   header + "a=\\u00E9\\uD83D\\uDE00\n" + gate,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Config = tt.config })
+			c := cluster(func(c *v1alpha1.NameServerCluster) {
+				c.Spec.Config = tt.config
+				if tt.heartbeat != nil {
+					c.Spec.BrokerHeartbeatSeconds = tt.heartbeat
+				}
+			})
 			if got := Properties(c); got != tt.want {
 				t.Errorf("Properties() =\n%q\nwant\n%q", got, tt.want)
 			}
@@ -55,27 +81,102 @@ func TestProperties(t *testing.T) {
 	}
 }
 
-func TestConfigChecksum(t *testing.T) {
-	base := ConfigChecksum(cluster())
+// An override renders into a map built from DefaultProperties; a shared
+// map would carry one cluster's config into the next one's file.
+func TestPropertiesOverrideDoesNotLeak(t *testing.T) {
+	want := Properties(cluster())
+	Properties(cluster(func(c *v1alpha1.NameServerCluster) {
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{"routeGateTimeoutSeconds": "600", "orderMessageEnable": "true"}
+	}))
+	if got := Properties(cluster()); got != want {
+		t.Errorf("Properties() after another cluster's override =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestDefaultProperties(t *testing.T) {
 	tests := []struct {
-		name string
-		edit func(*v1alpha1.NameServerCluster)
-		same bool
+		name      string
+		heartbeat *int32
+		want      map[string]string
 	}{
-		{name: "same spec", edit: func(*v1alpha1.NameServerCluster) {}, same: true},
-		{name: "replicas do not change the file", edit: func(c *v1alpha1.NameServerCluster) { *c.Spec.Replicas = 5 }, same: true},
-		{name: "a config entry changes it", edit: func(c *v1alpha1.NameServerCluster) {
-			c.Spec.Config = map[string]v1alpha1.ConfigValue{"orderMessageEnable": "true"}
-		}},
+		{name: "unset heartbeat is 30 s", want: map[string]string{"routeGateEnable": "true", "routeGateTimeoutSeconds": "75"}},
+		{name: "30 s", heartbeat: ptr.To[int32](30), want: map[string]string{"routeGateEnable": "true", "routeGateTimeoutSeconds": "75"}},
+		{name: "1 s", heartbeat: ptr.To[int32](1), want: map[string]string{"routeGateEnable": "true", "routeGateTimeoutSeconds": "17"}},
+		{name: "600 s", heartbeat: ptr.To[int32](600), want: map[string]string{"routeGateEnable": "true", "routeGateTimeoutSeconds": "1215"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ConfigChecksum(cluster(tt.edit))
-			if (got == base) != tt.same {
-				t.Errorf("checksum %s vs base %s: same=%v, want %v", got, base, got == base, tt.same)
+			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.BrokerHeartbeatSeconds = tt.heartbeat })
+			if got := DefaultProperties(c); !maps.Equal(got, tt.want) {
+				t.Errorf("DefaultProperties() = %v, want %v", got, tt.want)
 			}
-			if len(got) != 64 {
-				t.Errorf("checksum %q is not a hex sha256", got)
+		})
+	}
+}
+
+func TestBrokerRound(t *testing.T) {
+	tests := []struct {
+		heartbeat *int32
+		want      time.Duration
+	}{
+		{nil, 30 * time.Second},
+		{ptr.To[int32](10), 10 * time.Second},
+		{ptr.To[int32](600), 10 * time.Minute},
+	}
+	for _, tt := range tests {
+		c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.BrokerHeartbeatSeconds = tt.heartbeat })
+		if got := BrokerRound(c); got != tt.want {
+			t.Errorf("BrokerRound(heartbeat %v) = %v, want %v", ptr.Deref(tt.heartbeat, 0), got, tt.want)
+		}
+	}
+}
+
+func TestConfigChecksum(t *testing.T) {
+	none := func(*v1alpha1.NameServerCluster) {}
+	overrideTimeout := func(c *v1alpha1.NameServerCluster) {
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{"routeGateTimeoutSeconds": "600"}
+	}
+	tests := []struct {
+		name string
+		a, b func(*v1alpha1.NameServerCluster)
+		same bool
+	}{
+		{name: "same spec", a: none, b: none, same: true},
+		{name: "replicas do not change the file", a: none, b: func(c *v1alpha1.NameServerCluster) { *c.Spec.Replicas = 5 }, same: true},
+		{name: "a config entry changes it", a: none, b: func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Config = map[string]v1alpha1.ConfigValue{"orderMessageEnable": "true"}
+		}},
+		{name: "overriding a default changes it", a: none, b: overrideTimeout},
+		{name: "the broker heartbeat changes the default gate timeout", a: none, b: func(c *v1alpha1.NameServerCluster) {
+			c.Spec.BrokerHeartbeatSeconds = ptr.To[int32](10)
+		}},
+		{name: "the broker heartbeat does not matter once the timeout is set", a: overrideTimeout, b: func(c *v1alpha1.NameServerCluster) {
+			overrideTimeout(c)
+			c.Spec.BrokerHeartbeatSeconds = ptr.To[int32](10)
+		}, same: true},
+		{name: "an unset heartbeat is the default one", a: none, b: func(c *v1alpha1.NameServerCluster) {
+			c.Spec.BrokerHeartbeatSeconds = nil
+		}, same: true},
+		// The KV file reaches running peers through the kubelet: a
+		// kvConfig change must not roll them.
+		{name: "kvConfig does not change it", a: none, b: func(c *v1alpha1.NameServerCluster) {
+			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "t1", Value: "broker-a:4"}}
+		}, same: true},
+		{name: "the KV policy and removed keys do not change it", a: none, b: func(c *v1alpha1.NameServerCluster) {
+			c.Spec.KVConfigPolicy = v1alpha1.KVConfigAdditive
+			c.Status.KVConfig = &v1alpha1.KVConfigStatus{Declared: []string{"ns/a"}, Removed: []string{"ns/b"}}
+		}, same: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := ConfigChecksum(cluster(tt.a)), ConfigChecksum(cluster(tt.b))
+			if (a == b) != tt.same {
+				t.Errorf("checksums %s and %s: same=%v, want %v", a, b, a == b, tt.same)
+			}
+			for _, sum := range []string{a, b} {
+				if _, err := hex.DecodeString(sum); err != nil || len(sum) != 64 {
+					t.Errorf("checksum %q is not a hex sha256", sum)
+				}
 			}
 		})
 	}

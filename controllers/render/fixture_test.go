@@ -24,8 +24,10 @@ func cluster(edits ...func(*v1alpha1.NameServerCluster)) *v1alpha1.NameServerClu
 			PodDisruptionBudget: v1alpha1.PodDisruptionBudgetSpec{
 				Enabled: ptr.To(true), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 			},
-			Service: v1alpha1.ServiceSpec{Type: "ClusterIP"},
-			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](180)},
+			Service:                v1alpha1.ServiceSpec{Type: "ClusterIP"},
+			Publish:                v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](180)},
+			KVConfigPolicy:         v1alpha1.KVConfigOwned,
+			BrokerHeartbeatSeconds: ptr.To[int32](30),
 		},
 	}
 	for _, e := range edits {

@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
@@ -70,36 +68,6 @@ func TestClientService(t *testing.T) {
 			checkPorts(t, svc.Spec.Ports, 9876, 8080)
 			checkLabels(t, svc.Labels)
 			checkOwner(t, svc.OwnerReferences)
-		})
-	}
-}
-
-func TestPodDisruptionBudget(t *testing.T) {
-	tests := []struct {
-		name        string
-		pdb         v1alpha1.PodDisruptionBudgetSpec
-		wantEnabled bool
-		wantMax     intstr.IntOrString
-	}{
-		{name: "default", pdb: v1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(true), MaxUnavailable: ptr.To(intstr.FromInt32(1))}, wantEnabled: true, wantMax: intstr.FromInt32(1)},
-		{name: "percentage", pdb: v1alpha1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromString("50%"))}, wantEnabled: true, wantMax: intstr.FromString("50%")},
-		{name: "disabled", pdb: v1alpha1.PodDisruptionBudgetSpec{Enabled: ptr.To(false), MaxUnavailable: ptr.To(intstr.FromInt32(2))}, wantMax: intstr.FromInt32(2)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.PodDisruptionBudget = tt.pdb })
-			if got := PodDisruptionBudgetEnabled(c); got != tt.wantEnabled {
-				t.Errorf("enabled = %v, want %v", got, tt.wantEnabled)
-			}
-			pdb := typed[policyv1.PodDisruptionBudget](t, PodDisruptionBudget(c))
-			if pdb.Name != "ns1" || pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != tt.wantMax || pdb.Spec.MinAvailable != nil {
-				t.Errorf("pdb %s: maxUnavailable=%v minAvailable=%v, want %v", pdb.Name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable, tt.wantMax)
-			}
-			if want := map[string]string{"app.kubernetes.io/name": "namesrv", "app.kubernetes.io/instance": "ns1"}; pdb.Spec.Selector == nil || !maps.Equal(pdb.Spec.Selector.MatchLabels, want) {
-				t.Errorf("selector = %v, want %v", pdb.Spec.Selector, want)
-			}
-			checkLabels(t, pdb.Labels)
-			checkOwner(t, pdb.OwnerReferences)
 		})
 	}
 }

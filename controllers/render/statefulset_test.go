@@ -32,8 +32,16 @@ func TestStatefulSetDefaults(t *testing.T) {
 	if sts.Name != "ns1" || sts.Namespace != "mq" || ptr.Deref(s.Replicas, 0) != 4 || s.ServiceName != "ns1-headless" {
 		t.Errorf("name=%s/%s replicas=%v serviceName=%q", sts.Namespace, sts.Name, s.Replicas, s.ServiceName)
 	}
-	if s.PodManagementPolicy != appsv1.ParallelPodManagement || s.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
-		t.Errorf("policy=%q strategy=%q", s.PodManagementPolicy, s.UpdateStrategy.Type)
+	// The operator paces rolls itself: the StatefulSet controller must not
+	// restart pods on a template change.
+	if s.PodManagementPolicy != appsv1.ParallelPodManagement || s.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType || s.UpdateStrategy.RollingUpdate != nil {
+		t.Errorf("policy=%q strategy=%+v, want Parallel and OnDelete", s.PodManagementPolicy, s.UpdateStrategy)
+	}
+	wantRetention := &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	}
+	if !equality.Semantic.DeepEqual(s.PersistentVolumeClaimRetentionPolicy, wantRetention) {
+		t.Errorf("claim retention = %+v, want %+v", s.PersistentVolumeClaimRetentionPolicy, wantRetention)
 	}
 	selector := map[string]string{"app.kubernetes.io/name": "namesrv", "app.kubernetes.io/instance": "ns1"}
 	if s.Selector == nil || !maps.Equal(s.Selector.MatchLabels, selector) {
@@ -50,6 +58,10 @@ func TestStatefulSetDefaults(t *testing.T) {
 	pod := s.Template.Spec
 	if ptr.Deref(pod.TerminationGracePeriodSeconds, 0) != 30 || ptr.Deref(pod.AutomountServiceAccountToken, true) || ptr.Deref(pod.EnableServiceLinks, true) {
 		t.Errorf("grace=%v automount=%v serviceLinks=%v", pod.TerminationGracePeriodSeconds, pod.AutomountServiceAccountToken, pod.EnableServiceLinks)
+	}
+	if pod.ServiceAccountName != "" || pod.PriorityClassName != "" || len(pod.NodeSelector)+len(pod.Tolerations)+len(pod.TopologySpreadConstraints)+len(pod.ImagePullSecrets) != 0 {
+		t.Errorf("serviceAccount=%q priority=%q nodeSelector=%v tolerations=%v spread=%v pullSecrets=%v without the spec asking",
+			pod.ServiceAccountName, pod.PriorityClassName, pod.NodeSelector, pod.Tolerations, pod.TopologySpreadConstraints, pod.ImagePullSecrets)
 	}
 	if !equality.Semantic.DeepEqual(pod.SecurityContext, DefaultPodSecurityContext()) {
 		t.Errorf("pod security context = %+v", pod.SecurityContext)
@@ -71,6 +83,8 @@ func TestStatefulSetDefaults(t *testing.T) {
 		"-c", "/etc/namesrv/namesrv.properties", "--listen-port=9876", "--http-port=8080",
 		"--kv-config-path=/var/lib/namesrv/kvConfig.json", "--config-store-path=/var/lib/namesrv/namesrv.properties",
 		"--address-file=/etc/namesrv-addr/namesrvAddr",
+		"--broker-address-file=/etc/namesrv-broker-addr/namesrvAddr",
+		"--kv-declared-file=/etc/namesrv-kv/kvConfig.json",
 	}
 	if !slices.Equal(ctr.Command, []string{"/namesrv"}) || !slices.Equal(ctr.Args, wantArgs) {
 		t.Errorf("command %v args %v, want /namesrv %v", ctr.Command, ctr.Args, wantArgs)
@@ -94,12 +108,27 @@ func TestStatefulSetDefaults(t *testing.T) {
 	if !equality.Semantic.DeepEqual(ctr.SecurityContext, DefaultContainerSecurityContext()) {
 		t.Errorf("container security context = %+v", ctr.SecurityContext)
 	}
-	if len(ctr.Resources.Limits)+len(ctr.Resources.Requests) != 0 {
-		t.Errorf("resources = %+v without spec.resources", ctr.Resources)
+	if !equality.Semantic.DeepEqual(ctr.Resources, DefaultResources()) {
+		t.Errorf("resources = %+v, want the defaults without spec.resources", ctr.Resources)
+	}
+	wantEnv := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+		ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "namesrv", Resource: "limits.memory"},
+	}}}
+	if !equality.Semantic.DeepEqual(ctr.Env, wantEnv) || len(ctr.EnvFrom) != 0 {
+		t.Errorf("env = %+v envFrom = %+v, want GOMEMLIMIT from the memory limit only", ctr.Env, ctr.EnvFrom)
+	}
+	wantLifecycle := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: PreStopSeconds}}}
+	if !equality.Semantic.DeepEqual(ctr.Lifecycle, wantLifecycle) {
+		t.Errorf("lifecycle = %+v, want a preStop sleep of %d s", ctr.Lifecycle, PreStopSeconds)
+	}
+	if PreStopSeconds <= 0 || PreStopSeconds >= TerminationSeconds {
+		t.Errorf("preStop %d s must be positive and leave part of the %d s grace period to the drain", PreStopSeconds, TerminationSeconds)
 	}
 	wantMounts := []corev1.VolumeMount{
 		{Name: "config", MountPath: "/etc/namesrv", ReadOnly: true},
 		{Name: "namesrv-addr", MountPath: "/etc/namesrv-addr", ReadOnly: true},
+		{Name: "namesrv-broker-addr", MountPath: "/etc/namesrv-broker-addr", ReadOnly: true},
+		{Name: "namesrv-kv", MountPath: "/etc/namesrv-kv", ReadOnly: true},
 		{Name: "data", MountPath: "/var/lib/namesrv"},
 		{Name: "tmp", MountPath: "/tmp"},
 	}
@@ -113,15 +142,31 @@ func TestStatefulSetDefaults(t *testing.T) {
 	if cm := vols["config"].ConfigMap; cm == nil || cm.Name != "ns1-config" || cm.Optional != nil {
 		t.Errorf("config volume = %+v", vols["config"])
 	}
-	if cm := vols["namesrv-addr"].ConfigMap; cm == nil || cm.Name != "ns1-namesrv-addr" || !ptr.Deref(cm.Optional, false) {
-		t.Errorf("address volume = %+v, want the optional address ConfigMap", vols["namesrv-addr"])
+	for _, v := range []struct{ volume, configMap string }{
+		{"namesrv-addr", "ns1-namesrv-addr"},
+		{"namesrv-broker-addr", "ns1-namesrv-addr-brokers"},
+		{"namesrv-kv", "ns1-kv"},
+	} {
+		cm := vols[v.volume].ConfigMap
+		if cm == nil || cm.Name != v.configMap || !ptr.Deref(cm.Optional, false) || cm.Items != nil {
+			t.Errorf("volume %s = %+v, want the whole optional ConfigMap %s", v.volume, vols[v.volume], v.configMap)
+		}
 	}
-	if vols["data"].EmptyDir == nil || vols["tmp"].EmptyDir == nil || len(vols) != 4 {
-		t.Errorf("volumes = %+v, want config, namesrv-addr and emptyDir data and tmp", pod.Volumes)
+	if vols["data"].EmptyDir == nil || vols["tmp"].EmptyDir == nil || len(vols) != 6 || len(pod.Volumes) != 6 {
+		t.Errorf("volumes = %+v, want config, namesrv-addr, namesrv-broker-addr, namesrv-kv and emptyDir data and tmp", pod.Volumes)
 	}
 }
 
 func TestStatefulSetSpecKnobs(t *testing.T) {
+	extraVolumes := []corev1.Volume{
+		{Name: "extra", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "extra-cm"}}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	}
+	extraMounts := []corev1.VolumeMount{
+		{Name: "extra", MountPath: "/opt/extra", ReadOnly: true},
+		{Name: "scratch", MountPath: "/scratch"},
+	}
+	base := renderStatefulSet(t, cluster(), 3).Spec.Template.Spec
 	tests := []struct {
 		name  string
 		edit  func(*v1alpha1.NameServerCluster)
@@ -218,6 +263,86 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 			},
 		},
 		{
+			name: "a service account",
+			edit: func(c *v1alpha1.NameServerCluster) { c.Spec.ServiceAccountName = "mq-sa" },
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				p := s.Spec.Template.Spec
+				if p.ServiceAccountName != "mq-sa" || ptr.Deref(p.AutomountServiceAccountToken, true) {
+					t.Errorf("serviceAccountName=%q automount=%v, want mq-sa without a token", p.ServiceAccountName, p.AutomountServiceAccountToken)
+				}
+			},
+		},
+		{
+			name: "env follows the operator's",
+			edit: func(c *v1alpha1.NameServerCluster) {
+				c.Spec.Env = []corev1.EnvVar{
+					{Name: "NAMESRV_ORDER_MESSAGE_ENABLE", Value: "true"},
+					{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k",
+					}}},
+				}
+			},
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				env := s.Spec.Template.Spec.Containers[0].Env
+				want := []corev1.EnvVar{
+					{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "namesrv", Resource: "limits.memory"}}},
+					{Name: "NAMESRV_ORDER_MESSAGE_ENABLE", Value: "true"},
+					{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k",
+					}}},
+				}
+				if !equality.Semantic.DeepEqual(env, want) {
+					t.Errorf("env = %+v, want %+v", env, want)
+				}
+			},
+		},
+		{
+			name: "volumes and mounts follow the operator's",
+			edit: func(c *v1alpha1.NameServerCluster) {
+				c.Spec.Volumes = extraVolumes
+				c.Spec.VolumeMounts = extraMounts
+			},
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				p := s.Spec.Template.Spec
+				if wantVols := append(slices.Clone(base.Volumes), extraVolumes...); !equality.Semantic.DeepEqual(p.Volumes, wantVols) {
+					t.Errorf("volumes = %+v\nwant %+v", p.Volumes, wantVols)
+				}
+				wantMounts := append(slices.Clone(base.Containers[0].VolumeMounts), extraMounts...)
+				if !equality.Semantic.DeepEqual(p.Containers[0].VolumeMounts, wantMounts) {
+					t.Errorf("mounts = %+v\nwant %+v", p.Containers[0].VolumeMounts, wantMounts)
+				}
+			},
+		},
+		{
+			name: "a configured address ConfigMap name moves both list volumes, not the paths",
+			edit: func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.ConfigMapName = "addr" },
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				p := s.Spec.Template.Spec
+				names := map[string]string{}
+				for _, v := range p.Volumes {
+					if v.ConfigMap != nil {
+						names[v.Name] = v.ConfigMap.Name
+					}
+				}
+				want := map[string]string{"config": "ns1-config", "namesrv-addr": "addr", "namesrv-broker-addr": "addr-brokers", "namesrv-kv": "ns1-kv"}
+				if !maps.Equal(names, want) {
+					t.Errorf("ConfigMap volumes = %v, want %v", names, want)
+				}
+				if !slices.Equal(p.Containers[0].Args, Args(cluster())) {
+					t.Errorf("args = %v, want the default ones", p.Containers[0].Args)
+				}
+			},
+		},
+		{
+			name: "a changed broker heartbeat changes the gate timeout, hence the pod template",
+			edit: func(c *v1alpha1.NameServerCluster) { c.Spec.BrokerHeartbeatSeconds = ptr.To[int32](10) },
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				if s.Spec.Template.Annotations[AnnotationConfigChecksum] == ConfigChecksum(cluster()) {
+					t.Errorf("checksum did not change with the heartbeat")
+				}
+			},
+		},
+		{
 			name: "a volume claim template replaces the data emptyDir",
 			edit: func(c *v1alpha1.NameServerCluster) {
 				c.Spec.Storage = &v1alpha1.Storage{VolumeClaimTemplate: &v1alpha1.VolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
@@ -259,8 +384,106 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 	}
 }
 
+func TestDefaultResources(t *testing.T) {
+	r := DefaultResources()
+	want := map[string]map[corev1.ResourceName]string{
+		"requests": {corev1.ResourceCPU: "200m", corev1.ResourceMemory: "256Mi"},
+		"limits":   {corev1.ResourceMemory: "512Mi"},
+	}
+	for kind, list := range map[string]corev1.ResourceList{"requests": r.Requests, "limits": r.Limits} {
+		if len(list) != len(want[kind]) {
+			t.Errorf("%s = %v, want %v (no CPU limit: bursts after a broker restart storm must not throttle)", kind, list, want[kind])
+		}
+		for name, q := range want[kind] {
+			if got := list[name]; got.Cmp(resource.MustParse(q)) != 0 {
+				t.Errorf("%s %s = %s, want %s", kind, name, got.String(), q)
+			}
+		}
+	}
+	if len(r.Claims) != 0 {
+		t.Errorf("claims = %v", r.Claims)
+	}
+}
+
+// The defaults apply only when spec.resources is entirely empty: a user who
+// sets any part of it gets exactly what they set.
+func TestStatefulSetResources(t *testing.T) {
+	requestsOnly := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	limitsOnly := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
+	claimsOnly := corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}
+	both := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+	tests := []struct {
+		name string
+		in   corev1.ResourceRequirements
+		want corev1.ResourceRequirements
+	}{
+		{name: "empty gets the defaults", want: DefaultResources()},
+		{name: "empty lists get the defaults", in: corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}, want: DefaultResources()},
+		{name: "requests only, no default limit", in: requestsOnly, want: requestsOnly},
+		{name: "limits only, no default requests", in: limitsOnly, want: limitsOnly},
+		{name: "claims only", in: claimsOnly, want: claimsOnly},
+		{name: "requests and limits", in: both, want: both},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sts := renderStatefulSet(t, cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Resources = tt.in }), 3)
+			ctr := sts.Spec.Template.Spec.Containers[0]
+			if !equality.Semantic.DeepEqual(ctr.Resources, tt.want) {
+				t.Errorf("resources = %+v, want %+v", ctr.Resources, tt.want)
+			}
+			// GOMEMLIMIT follows whatever memory limit there is.
+			if len(ctr.Env) == 0 || ctr.Env[0].Name != "GOMEMLIMIT" || ctr.Env[0].ValueFrom == nil || ctr.Env[0].ValueFrom.ResourceFieldRef == nil ||
+				ctr.Env[0].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+				t.Errorf("env = %+v, want GOMEMLIMIT from limits.memory first", ctr.Env)
+			}
+		})
+	}
+}
+
+func TestStatefulSetClaimRetention(t *testing.T) {
+	const del, keep = appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	tests := []struct {
+		name                      string
+		storage                   *v1alpha1.Storage
+		wantWhenScaled, wantWhenD appsv1.PersistentVolumeClaimRetentionPolicyType
+	}{
+		{name: "no storage", wantWhenScaled: del, wantWhenD: keep},
+		{name: "storage without a policy", storage: &v1alpha1.Storage{}, wantWhenScaled: del, wantWhenD: keep},
+		{
+			name:           "whenScaled only",
+			storage:        &v1alpha1.Storage{PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: keep}},
+			wantWhenScaled: keep, wantWhenD: keep,
+		},
+		{
+			name:           "whenDeleted only",
+			storage:        &v1alpha1.Storage{PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: del}},
+			wantWhenScaled: del, wantWhenD: del,
+		},
+		{
+			name:           "both",
+			storage:        &v1alpha1.Storage{PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: keep, WhenDeleted: del}},
+			wantWhenScaled: keep, wantWhenD: del,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sts := renderStatefulSet(t, cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Storage = tt.storage }), 3)
+			p := sts.Spec.PersistentVolumeClaimRetentionPolicy
+			if p == nil || p.WhenScaled != tt.wantWhenScaled || p.WhenDeleted != tt.wantWhenD {
+				t.Errorf("claim retention = %+v, want whenScaled %s, whenDeleted %s", p, tt.wantWhenScaled, tt.wantWhenD)
+			}
+		})
+	}
+}
+
 func TestStatefulSetTLS(t *testing.T) {
 	base := Args(cluster())
+	userMount := corev1.VolumeMount{Name: "extra", MountPath: "/opt/extra", ReadOnly: true}
+	// The operator's own mounts come first, then the user's, then TLS.
+	ownMounts := len(renderStatefulSet(t, cluster(), 3).Spec.Template.Spec.Containers[0].VolumeMounts)
 	tests := []struct {
 		name string
 		tls  v1alpha1.TLSSpec
@@ -309,7 +532,11 @@ func TestStatefulSetTLS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.TLS = &tt.tls })
+			c := cluster(func(c *v1alpha1.NameServerCluster) {
+				c.Spec.TLS = &tt.tls
+				c.Spec.Volumes = []corev1.Volume{{Name: "extra", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+				c.Spec.VolumeMounts = []corev1.VolumeMount{userMount}
+			})
 			sts := renderStatefulSet(t, c, 3)
 			pod := sts.Spec.Template.Spec
 			ctr := pod.Containers[0]
@@ -328,10 +555,10 @@ func TestStatefulSetTLS(t *testing.T) {
 			if !maps.Equal(secrets, tt.secrets) {
 				t.Errorf("secret volumes = %v, want %v", secrets, tt.secrets)
 			}
-			// The pod's own mounts come first; a TLS mount with a subPath
-			// would never see a renewed certificate.
-			if got := ctr.VolumeMounts[4:]; !equality.Semantic.DeepEqual(got, tt.mounts) {
-				t.Errorf("TLS mounts = %+v, want %+v", got, tt.mounts)
+			// A TLS mount with a subPath would never see a renewed
+			// certificate.
+			if got, want := ctr.VolumeMounts[ownMounts:], append([]corev1.VolumeMount{userMount}, tt.mounts...); !equality.Semantic.DeepEqual(got, want) {
+				t.Errorf("mounts after the operator's = %+v, want %+v", got, want)
 			}
 			// A renewed certificate must not roll the pods: nothing about
 			// the Secrets reaches the pod template's annotations.

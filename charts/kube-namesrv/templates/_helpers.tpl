@@ -78,10 +78,10 @@ grant them; namespaced mode does not watch them.
 {{- end }}
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch]
+  verbs: [delete, get, list, watch]
 - apiGroups: [""]
   resources: [services]
-  verbs: [create, get, list, patch, watch]
+  verbs: [create, delete, get, list, patch, watch]
 - apiGroups: [apps]
   resources: [statefulsets]
   verbs: [create, get, list, patch, watch]

@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+)
+
+// testPeers stands in for the NameServers of the suite's pods, which do not
+// run: a spec registers what the peer at a pod IP reports, and reads what
+// the operator asked of it. A pod IP nobody registered refuses connections,
+// like a peer the operator cannot reach.
+var testPeers = &fakePeers{peers: map[string]*fakePeer{}}
+
+type fakePeers struct {
+	mu    sync.Mutex
+	peers map[string]*fakePeer
+}
+
+// fakePeer is one NameServer: its live brokers, its gate, its KV report.
+type fakePeer struct {
+	BootID  string
+	Started time.Time
+	Brokers []peerstatus.Broker
+	// Gated peers start with the gate closed; it opens on a gate request
+	// whose brokers are all live here.
+	Gated, Open bool
+	KV          *peerstatus.KVStatus
+	// Seen are the gate requests and KV applies the operator sent.
+	GateRequests []peerstatus.GateRequest
+	KVApplies    int
+	// OnApply is what an apply turns the KV report into.
+	OnApply *peerstatus.KVStatus
+}
+
+// set registers or replaces the peer at ip.
+func (f *fakePeers) set(ip string, p *fakePeer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p.BootID == "" {
+		p.BootID = "boot-" + ip
+	}
+	if p.Started.IsZero() {
+		p.Started = time.Now().Add(-time.Hour)
+	}
+	f.peers[ip] = p
+}
+
+// edit changes the peer at ip under the lock.
+func (f *fakePeers) edit(ip string, change func(*fakePeer)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f.peers[ip])
+}
+
+// get returns a copy of the peer at ip.
+func (f *fakePeers) get(ip string) fakePeer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := *f.peers[ip]
+	p.GateRequests = slices.Clone(p.GateRequests)
+	return p
+}
+
+func (f *fakePeers) summary(p *fakePeer) *peerstatus.Summary {
+	s := &peerstatus.Summary{
+		BootID: p.BootID, StartTime: p.Started,
+		Gate:    peerstatus.Gate{Enabled: p.Gated, Open: !p.Gated || p.Open},
+		Brokers: slices.Clone(p.Brokers),
+		Counts:  peerstatus.Counts{Brokers: len(p.Brokers)},
+	}
+	if p.KV != nil {
+		kv := *p.KV
+		s.KV = &kv
+	}
+	return s
+}
+
+func (f *fakePeers) Summary(_ context.Context, t peerclient.Target) (*peerstatus.Summary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.peers[t.IP]
+	if !ok {
+		return nil, fmt.Errorf("dial tcp %s:%d: connection refused", t.IP, t.Port)
+	}
+	return f.summary(p), nil
+}
+
+func (f *fakePeers) OpenGate(_ context.Context, t peerclient.Target, req peerstatus.GateRequest) (*peerstatus.Summary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.peers[t.IP]
+	if !ok {
+		return nil, fmt.Errorf("dial tcp %s:%d: connection refused", t.IP, t.Port)
+	}
+	p.GateRequests = append(p.GateRequests, req)
+	live := map[peerstatus.BrokerKey]bool{}
+	for _, b := range p.Brokers {
+		live[b.BrokerKey] = true
+	}
+	all := true
+	for _, k := range req.Expect {
+		all = all && live[k]
+	}
+	if all {
+		p.Open = true
+	}
+	return f.summary(p), nil
+}
+
+func (f *fakePeers) ApplyKV(_ context.Context, t peerclient.Target) (*peerstatus.KVStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.peers[t.IP]
+	if !ok {
+		return nil, fmt.Errorf("dial tcp %s:%d: connection refused", t.IP, t.Port)
+	}
+	p.KVApplies++
+	if p.OnApply != nil {
+		kv := *p.OnApply
+		p.KV = &kv
+	}
+	kv := *p.KV
+	return &kv, nil
+}
+
+// testBroker is a live broker as the fake peers report it.
+func testBroker(addr string, registered time.Time) peerstatus.Broker {
+	return peerstatus.Broker{
+		BrokerKey:    peerstatus.BrokerKey{Cluster: "DefaultCluster", Addr: addr},
+		BrokerName:   "broker-" + addr,
+		DataVersion:  peerstatus.DataVersion{Timestamp: 1, Counter: 1},
+		RegisteredAt: registered,
+		LastUpdate:   time.Now(),
+	}
+}
