@@ -52,6 +52,9 @@ type Config struct {
 	ProbePeriodCap time.Duration
 	// ProbeInitialDelayCap caps initialDelaySeconds (default ProbePeriodCap).
 	ProbeInitialDelayCap time.Duration
+	// PreStopSleepCap caps a preStop sleep action (0: as the pod says),
+	// for the same reason.
+	PreStopSleepCap time.Duration
 
 	// DisableBinder leaves unscheduled Pods alone (for a real kube-scheduler).
 	DisableBinder bool

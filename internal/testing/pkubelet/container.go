@@ -175,10 +175,10 @@ func (c *container) runOnce(ctx context.Context) (ran bool, exitCode int32, ranF
 	select {
 	case <-exited:
 	case <-ctx.Done():
-		terminate(pid, exited, c.getGrace())
+		terminate(pid, exited, c.preStop(exited, c.getGrace()))
 	case killReason = <-c.kill:
 		c.w.log.Info("restarting container", "container", c.spec.Name, "reason", killReason)
-		terminate(pid, exited, podGrace(pod))
+		terminate(pid, exited, c.preStop(exited, podGrace(pod)))
 	}
 	stopProbes()
 	probes.Wait()
@@ -206,6 +206,39 @@ func (c *container) runOnce(ctx context.Context) (ran bool, exitCode int32, ranF
 	c.mu.Unlock()
 	c.w.markDirty()
 	return true, code, finishedAt.Sub(startedAt)
+}
+
+// preStop runs the container's preStop hook before it is stopped, as the
+// kubelet does, and returns what is left of the grace period for SIGTERM.
+// Only the sleep action is supported; its time counts against the grace
+// period, and a process that exits meanwhile ends it.
+func (c *container) preStop(exited <-chan struct{}, grace time.Duration) time.Duration {
+	lc := c.spec.Lifecycle
+	if lc == nil || lc.PreStop == nil {
+		return grace
+	}
+	if lc.PreStop.Sleep == nil {
+		c.w.log.Warn("preStop handlers other than sleep are not supported by pkubelet", "container", c.spec.Name)
+		return grace
+	}
+	d := time.Duration(lc.PreStop.Sleep.Seconds) * time.Second
+	if limit := c.w.k.cfg.PreStopSleepCap; limit > 0 {
+		d = min(d, limit)
+	}
+	if grace > 0 {
+		d = min(d, grace)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-exited:
+	case <-t.C:
+	}
+	if grace <= 0 {
+		return grace
+	}
+	return max(grace-time.Since(start), time.Millisecond)
 }
 
 // terminate sends SIGTERM to the process group, and SIGKILL once grace has

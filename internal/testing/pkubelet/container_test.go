@@ -205,3 +205,47 @@ func TestLivenessProbeRestarts(t *testing.T) {
 		t.Errorf("last state = %+v, want a liveness failure", last)
 	}
 }
+
+// TestPreStopSleepComesBeforeSIGTERM: a preStop sleep keeps the process
+// running, untouched, before the SIGTERM, and counts against the grace
+// period, as with the kubelet.
+func TestPreStopSleepComesBeforeSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	termed := filepath.Join(dir, "termed")
+	pod := testPod(corev1.RestartPolicyAlways, corev1.Container{
+		Command: []string{"/bin/sh", "-c", `trap 'date +%s%N > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, termed},
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}},
+	})
+	w := newTestWorker(t, pod)
+	c := w.containers[0]
+	c.setGrace(5 * time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.run(ctx)
+	}()
+	waitFor(t, "the process", func() bool { return c.status().State.Running != nil })
+	time.Sleep(200 * time.Millisecond) // the trap is set
+	begin := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the container did not stop")
+	}
+	b, err := os.ReadFile(termed)
+	if err != nil {
+		t.Fatalf("the process never got SIGTERM: %v", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := time.Unix(0, ns); at.Sub(begin) < 900*time.Millisecond {
+		t.Errorf("SIGTERM came %v after the stop, before the 1 s preStop sleep ended", at.Sub(begin))
+	}
+	if st := c.status().State.Terminated; st == nil || st.ExitCode != 0 {
+		t.Errorf("state = %+v, want a clean exit on SIGTERM", c.status().State)
+	}
+}
