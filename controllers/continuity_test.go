@@ -98,6 +98,7 @@ var _ = Describe("Route continuity", func() {
 		}).Should(Succeed())
 		testPeers.set(podIP(2), &fakePeer{Gated: true, Started: time.Now()})
 		setPod(ns, "grow", 2, false, podIP(2))
+		settleStatefulSet(ns, "grow")
 		Eventually(func(g Gomega) {
 			p := testPeers.get(podIP(2))
 			g.Expect(p.GateRequests).NotTo(BeEmpty())
@@ -115,7 +116,7 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(peer.Published).To(BeFalse())
 			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonWaitingForPeers))
-			g.Expect(cond.Message).To(ContainSubstring("grow-2: lacks 1 brokers of the serving peers"))
+			g.Expect(cond.Message).To(ContainSubstring("grow-2: route gate closed: 1 of 1 expected brokers missing; lacks 1 brokers of the serving peers"))
 			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonPublishing))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -183,6 +184,11 @@ var _ = Describe("Route continuity", func() {
 			}
 		}, 2*time.Second).Should(Succeed())
 
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "roll-config"), cm)).To(Succeed())
+			g.Expect(cm.Data["namesrv.properties"]).To(ContainSubstring("scanNotActiveBrokerInterval=6000"))
+		}).Should(Succeed())
 		observeRevision(ns, "roll", "r2")
 		for _, next := range []int{2, 1, 0} {
 			By("restarting " + podName("roll", next))
@@ -219,6 +225,7 @@ var _ = Describe("Route continuity", func() {
 				g.Expect(getCluster(g, ns, "half").Status.PublishedReplicas).To(BeEquivalentTo(replicas - 1))
 			}).Should(Succeed())
 			updateCluster(ns, "half", func(c *v1alpha1.NameServerCluster) { c.Spec.Image = "kube-namesrv/kube-namesrv:v0.0.2-test" })
+			waitImage(ns, "half", "kube-namesrv/kube-namesrv:v0.0.2-test")
 			observeRevision(ns, "half", "r2")
 			Eventually(func(g Gomega) { g.Expect(podExists(g, ns, podName("half", down))).To(BeFalse()) }).Should(Succeed())
 			setPodAt(ns, "half", down, false, podIP(down), "r2", 9876)
@@ -244,11 +251,7 @@ var _ = Describe("Route continuity", func() {
 		readyPods(ns, "pause", 0, 1)
 		settleStatefulSet(ns, "pause")
 		updateCluster(ns, "pause", func(c *v1alpha1.NameServerCluster) { c.Spec.Image = "kube-namesrv/kube-namesrv:v0.0.3-test" })
-		Eventually(func(g Gomega) {
-			sts := &appsv1.StatefulSet{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "pause"), sts)).To(Succeed())
-			g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal("kube-namesrv/kube-namesrv:v0.0.3-test"))
-		}).Should(Succeed())
+		waitImage(ns, "pause", "kube-namesrv/kube-namesrv:v0.0.3-test")
 		observeRevision(ns, "pause", "r2")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "pause")
@@ -304,6 +307,11 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(addressData(g, ns, "port-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "port", 2)))
 		}).Should(Succeed())
 		updateCluster(ns, "port", func(c *v1alpha1.NameServerCluster) { c.Spec.Ports.Remoting = 9877 })
+		Eventually(func(g Gomega) {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), sts)).To(Succeed())
+			g.Expect(sts.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", BeEquivalentTo(9877))))
+		}).Should(Succeed())
 		observeRevision(ns, "port", "r2")
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "port-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "port", 2)),
@@ -325,5 +333,15 @@ var _ = Describe("Route continuity", func() {
 		}).Should(Succeed())
 	})
 })
+
+// waitImage waits until the operator applied a new image to the template,
+// before the test plays the StatefulSet controller observing it.
+func waitImage(ns, name, image string) {
+	Eventually(func(g Gomega) {
+		sts := &appsv1.StatefulSet{}
+		g.Expect(k8sClient.Get(testCtx, key(ns, name), sts)).To(Succeed())
+		g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+	}).Should(Succeed())
+}
 
 func podName(cluster string, ordinal int) string { return fmt.Sprintf("%s-%d", cluster, ordinal) }

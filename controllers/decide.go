@@ -124,6 +124,7 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 		}
 		return c.Spec.Ports.Remoting
 	}
+	d.lists = render.Lists{}
 	d.external = map[int32]string{}
 	for ordinal, svc := range o.external {
 		if a := render.ExternalAddress(c, svc, o.peers[ordinal].HostIP); a != "" {

@@ -38,6 +38,13 @@ type fakePeer struct {
 	OnApply *peerstatus.KVStatus
 }
 
+// reset forgets every peer.
+func (f *fakePeers) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.peers = map[string]*fakePeer{}
+}
+
 // set registers or replaces the peer at ip.
 func (f *fakePeers) set(ip string, p *fakePeer) {
 	f.mu.Lock()
@@ -73,6 +80,19 @@ func (f *fakePeers) summary(p *fakePeer) *peerstatus.Summary {
 		Gate:    peerstatus.Gate{Enabled: p.Gated, Open: !p.Gated || p.Open},
 		Brokers: slices.Clone(p.Brokers),
 		Counts:  peerstatus.Counts{Brokers: len(p.Brokers)},
+	}
+	if n := len(p.GateRequests); n > 0 && !s.Gate.Open {
+		live := map[peerstatus.BrokerKey]bool{}
+		for _, b := range p.Brokers {
+			live[b.BrokerKey] = true
+		}
+		req := p.GateRequests[n-1]
+		s.Gate.Expected = len(req.Expect)
+		for _, k := range req.Expect {
+			if !live[k] {
+				s.Gate.Missing = append(s.Gate.Missing, k)
+			}
+		}
 	}
 	if p.KV != nil {
 		kv := *p.KV

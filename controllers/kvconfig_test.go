@@ -42,7 +42,7 @@ var _ = Describe("Declared KV config", func() {
 			digest = d
 		}).Should(Succeed())
 		sts := &appsv1.StatefulSet{}
-		Expect(k8sClient.Get(testCtx, key(ns, "kv"), sts)).To(Succeed())
+		Eventually(func() error { return k8sClient.Get(testCtx, key(ns, "kv"), sts) }).Should(Succeed())
 		checksum := sts.Spec.Template.Annotations[render.AnnotationConfigChecksum]
 
 		By("peer 1 holds a value changed by hand: reported, then set back")

@@ -763,7 +763,7 @@ var _ = Describe("NameServerCluster validation", func() {
 		}, "spec.publish.configMapName cannot be <name>-config or <name>-kv"),
 		Entry("the same KV namespace and key twice", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "a:1"}, {Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "b:1"}}
-		}, "kvConfig has the same namespace and key twice"),
+		}, `spec.kvConfig[1]: Duplicate value: {"key":"T","namespace":"ORDER_TOPIC_CONFIG"}`),
 		Entry("a KV entry without a namespace", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Key: "T", Value: "a:1"}}
 		}, "spec.kvConfig[0].namespace in body should be at least 1 chars long"),

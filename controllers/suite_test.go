@@ -157,6 +157,10 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 	}
 }
 
+// Every spec starts with no NameServer answering: fake peers are
+// registered by the specs that need them.
+var _ = BeforeEach(func() { testPeers.reset() })
+
 var _ = AfterSuite(func() {
 	if stopManager != nil {
 		stopManager()

@@ -248,9 +248,13 @@ type NameServerClusterSpec struct {
 	// ready, and again when the kubelet refreshes the file (within about a
 	// minute of a change, the kubelet's sync period). A change restarts no
 	// pod.
-	// +listType=atomic
+	//
+	// Each namespace/key pair may appear once; the API server refuses a
+	// duplicate, naming it ("Duplicate value").
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=key
 	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.namespace == e.namespace && f.key == e.key))",message="kvConfig has the same namespace and key twice; each namespace/key pair may appear once"
 	// +optional
 	KVConfig []KVConfigEntry `json:"kvConfig,omitempty"`
 
@@ -451,10 +455,11 @@ type Storage struct {
 
 // KVConfigEntry is one declared NameServer KV entry.
 type KVConfigEntry struct {
-	// Namespace of the entry, for example ORDER_TOPIC_CONFIG.
+	// Namespace of the entry, for example ORDER_TOPIC_CONFIG; no spaces and
+	// no '/'.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^[^\s/]+$`
 	Namespace string `json:"namespace"`
 
 	// Key of the entry, for example a topic name.

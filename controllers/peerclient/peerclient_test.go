@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,10 +98,10 @@ func TestHTTPErrors(t *testing.T) {
 	}
 }
 
-type fakeClient struct{ calls int }
+type fakeClient struct{ calls atomic.Int32 }
 
 func (f *fakeClient) Summary(context.Context, Target) (*peerstatus.Summary, error) {
-	f.calls++
+	f.calls.Add(1)
 	return &peerstatus.Summary{BootID: "x"}, nil
 }
 
@@ -122,8 +123,8 @@ func TestObserverCadence(t *testing.T) {
 		t.Fatal("never read: not due")
 	}
 	o.Read(context.Background(), c, map[int32]Target{0: {IP: "10.0.0.1", Port: 8080}, 1: {IP: "10.0.0.2", Port: 8080}}, t0, "f1")
-	if fc.calls != 2 || len(c.Peers) != 2 || c.Peers[1].Summary == nil {
-		t.Fatalf("read %d peers, state %+v", fc.calls, c.Peers)
+	if fc.calls.Load() != 2 || len(c.Peers) != 2 || c.Peers[1].Summary == nil {
+		t.Fatalf("read %d peers, state %+v", fc.calls.Load(), c.Peers)
 	}
 	if due, next := c.Due(t0.Add(10*time.Second), round, "f1"); due || !next.Equal(t0.Add(round)) {
 		t.Errorf("10 s after a read: due %v, next %v; want not due before a round", due, next)

@@ -34,6 +34,10 @@ func KVFile(c *v1alpha1.NameServerCluster) ([]byte, error) {
 			if !ok {
 				continue
 			}
+			if _, declared := f.ConfigTable[ns][key]; declared {
+				// Declared again before every peer confirmed the removal.
+				continue
+			}
 			if f.Removed == nil {
 				f.Removed = map[string][]string{}
 			}

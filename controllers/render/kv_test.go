@@ -256,3 +256,23 @@ func TestKVConfigMap(t *testing.T) {
 	checkLabels(t, cm.Labels)
 	checkOwner(t, cm.OwnerReferences)
 }
+
+// TestKVFileRedeclaredIsNotRemoved: a key declared again before every peer
+// confirmed its removal is only declared, so no NameServer deletes it.
+func TestKVFileRedeclaredIsNotRemoved(t *testing.T) {
+	c := cluster(func(c *v1alpha1.NameServerCluster) {
+		c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicA", Value: "broker-a:4"}}
+		c.Status.KVConfig = &v1alpha1.KVConfigStatus{Removed: []string{"ORDER_TOPIC_CONFIG/TopicA", "ORDER_TOPIC_CONFIG/TopicB"}}
+	})
+	b, err := KVFile(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f peerstatus.KVFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string][]string{"ORDER_TOPIC_CONFIG": {"TopicB"}}; !reflect.DeepEqual(f.Removed, want) {
+		t.Errorf("removed = %v, want %v", f.Removed, want)
+	}
+}
