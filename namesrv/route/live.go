@@ -1,10 +1,10 @@
 package route
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +45,10 @@ func (t *Table) LiveBrokers() []LiveBroker {
 	}
 	t.mu.Unlock()
 	slices.SortFunc(out, func(a, b LiveBroker) int {
-		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Addr, b.Addr))
+		if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Addr, b.Addr)
 	})
 	return out
 }
