@@ -20,6 +20,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -45,7 +47,8 @@ type Summary struct {
 	Counts    Counts    `json:"counts"`
 	// Digest identifies the set of live brokers and their DataVersions:
 	// two peers with the same digest hold the registrations of the same
-	// brokers at the same versions. It is "" when no broker is live.
+	// brokers at the same versions. It is "" when no broker is live
+	// (BrokersDigest).
 	Digest  string   `json:"digest"`
 	Brokers []Broker `json:"brokers"`
 	// KV is the state of the declared KV config; nil when the NameServer
@@ -157,7 +160,10 @@ type KVStatus struct {
 	Digest string `json:"digest"`
 	Policy string `json:"policy,omitempty"`
 	// InSync is true when the store holds the declaration exactly as the
-	// policy asks.
+	// policy asks: Owned, no drift at all; Additive, no key missing and no
+	// removed key present (a key holding another value is listed as
+	// "differs" but, not being the declaration's to change, does not
+	// count). It is false while Error is set.
 	InSync bool      `json:"inSync"`
 	Drift  []KVDrift `json:"drift,omitempty"`
 	// Error is why the file could not be read or applied, if it could not.
@@ -175,4 +181,33 @@ func (f KVFile) Encode() ([]byte, error) {
 func Digest(file []byte) string {
 	sum := sha256.Sum256(file)
 	return hex.EncodeToString(sum[:])
+}
+
+// BrokersDigest is Summary.Digest: the hex SHA-256 of one line per broker,
+// "cluster|addr|brokerName|brokerId|stateVersion|timestamp|counter\n",
+// the lines sorted; "" for no broker. The order of brokers does not matter.
+func BrokersDigest(brokers []Broker) string {
+	if len(brokers) == 0 {
+		return ""
+	}
+	lines := make([]string, len(brokers))
+	var b []byte
+	for i, br := range brokers {
+		b = append(b[:0], br.Cluster...)
+		b = append(b, '|')
+		b = append(b, br.Addr...)
+		b = append(b, '|')
+		b = append(b, br.BrokerName...)
+		for _, n := range []int64{br.BrokerID, br.DataVersion.StateVersion, br.DataVersion.Timestamp, br.DataVersion.Counter} {
+			b = append(b, '|')
+			b = strconv.AppendInt(b, n, 10)
+		}
+		lines[i] = string(append(b, '\n'))
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
