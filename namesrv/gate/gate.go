@@ -90,7 +90,11 @@ func New(o Options) *Gate {
 		return g
 	}
 	g.closed.Store(true)
+	// Under the lock the timer's callback takes, which may run before
+	// AfterFunc returns when the deadline has passed already.
+	g.mu.Lock()
 	g.timer = time.AfterFunc(time.Until(g.deadline), g.timeout)
+	g.mu.Unlock()
 	g.log.Info("route gate closed: client route and KV reads get their connection closed until the expected brokers registered",
 		"opensBy", g.deadline)
 	return g

@@ -231,3 +231,16 @@ func TestConcurrentRequestsAndRegistrations(t *testing.T) {
 		t.Fatalf("closed with every expected broker live: %+v", g.Status())
 	}
 }
+
+func TestDeadlineAlreadyPast(t *testing.T) {
+	tb := &table{live: map[peerstatus.BrokerKey]bool{}}
+	g := New(Options{Enabled: true, Start: time.Now().Add(-time.Hour), Timeout: time.Second, NotLive: tb.notLive})
+	defer g.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Closed() {
+		if time.Now().After(deadline) {
+			t.Fatal("a gate whose deadline has passed stays closed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
