@@ -191,6 +191,7 @@ func BrokersDigest(brokers []Broker) string {
 		return ""
 	}
 	lines := make([]string, len(brokers))
+	size := 0
 	var b []byte
 	for i, br := range brokers {
 		b = append(b[:0], br.Cluster...)
@@ -198,16 +199,19 @@ func BrokersDigest(brokers []Broker) string {
 		b = append(b, br.Addr...)
 		b = append(b, '|')
 		b = append(b, br.BrokerName...)
-		for _, n := range []int64{br.BrokerID, br.DataVersion.StateVersion, br.DataVersion.Timestamp, br.DataVersion.Counter} {
+		for _, n := range [...]int64{br.BrokerID, br.DataVersion.StateVersion, br.DataVersion.Timestamp, br.DataVersion.Counter} {
 			b = append(b, '|')
 			b = strconv.AppendInt(b, n, 10)
 		}
-		lines[i] = string(append(b, '\n'))
+		b = append(b, '\n')
+		lines[i] = string(b)
+		size += len(lines[i])
 	}
 	slices.Sort(lines)
-	h := sha256.New()
+	all := make([]byte, 0, size)
 	for _, l := range lines {
-		h.Write([]byte(l))
+		all = append(all, l...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(all)
+	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,7 @@ package peerstatus
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"testing"
 )
 
@@ -37,5 +38,18 @@ func TestBrokersDigest(t *testing.T) {
 func TestDigestOfFile(t *testing.T) {
 	if got := Digest([]byte("")); got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
 		t.Fatalf("digest %s", got)
+	}
+}
+
+// BenchmarkBrokersDigest is the digest of a summary of 1,000 brokers.
+func BenchmarkBrokersDigest(b *testing.B) {
+	brokers := make([]Broker, 1000)
+	for i := range brokers {
+		brokers[i] = Broker{BrokerKey: BrokerKey{Cluster: "DefaultCluster", Addr: "10.0." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250) + ":10911"},
+			BrokerName: "broker-" + strconv.Itoa(i/2), BrokerID: int64(i % 2), DataVersion: DataVersion{Timestamp: 1700000000000, Counter: int64(i)}}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		BrokersDigest(brokers)
 	}
 }
