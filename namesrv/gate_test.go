@@ -352,3 +352,35 @@ func TestRouteSummaryJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteGateSettingsTakeEffectAtStartOnly: UPDATE_NAMESRV_CONFIG
+// persists the gate's keys for the next start but neither opens nor
+// closes the running gate.
+func TestRouteGateSettingsTakeEffectAtStartOnly(t *testing.T) {
+	s := startServer(t, func(c *config.Config) { c.RouteGateEnable = true; c.RouteGateTimeoutSeconds = 3600 })
+	admin := dial(t, s, remotingclient.Options{})
+	text := string(invoke(t, admin, protocol.GetNamesrvConfig, nil).Body)
+	for _, line := range []string{"routeGateEnable=true\n", "routeGateTimeoutSeconds=3600\n", "kvDeclaredFile=\n", "brokerAddressFile=\n"} {
+		if !strings.Contains(text, line) {
+			t.Errorf("GET_NAMESRV_CONFIG lacks %q", line)
+		}
+	}
+	if r := invoke(t, admin, protocol.UpdateNamesrvConfig, []byte("routeGateEnable=false\n")); r.Code != protocol.Success {
+		t.Fatalf("update %+v", r)
+	}
+	if !s.Gate().Closed() {
+		t.Fatal("an update opened the gate")
+	}
+	gated(t, dial(t, s, remotingclient.Options{}), protocol.GetRouteInfoByTopic, "topic", "T")
+	if r := invoke(t, admin, protocol.UpdateNamesrvConfig, []byte("routeGateEnable=true\nrouteGateTimeoutSeconds=0\n")); r.Code != protocol.SystemError ||
+		!strings.Contains(r.Remark, "routeGateTimeoutSeconds") {
+		t.Fatalf("an update that would stop the next start: %+v", r)
+	}
+	gateRequest(t, s)
+	if r := invoke(t, admin, protocol.UpdateNamesrvConfig, []byte("routeGateEnable=true\n")); r.Code != protocol.Success {
+		t.Fatalf("update %+v", r)
+	}
+	if s.Gate().Closed() {
+		t.Fatal("an update closed the gate")
+	}
+}
