@@ -99,6 +99,12 @@ func TestBadRequestsGetAnErrorAndChangeNothing(t *testing.T) {
 	add("data version body not JSON", "decode data version", protocol.QueryDataVersion, []byte("{{"), []string{"clusterName", "c", "brokerAddr", b.Addr(), "brokerName", "good", "brokerId", "0"})
 	add("query data version without body", "DataVersion", protocol.QueryDataVersion, nil, []string{"clusterName", "c", "brokerAddr", b.Addr(), "brokerName", "good", "brokerId", "0"})
 	add("unregister without address", "brokerAddr", protocol.UnregisterBroker, nil, []string{"clusterName", "c", "brokerName", "good", "brokerId", "0"})
+	// Java refuses it too (brokerId is @CFNotNull); this table would
+	// otherwise remove the live broker by its address.
+	add("unregister without broker id", "missing request header field brokerId", protocol.UnregisterBroker, nil,
+		[]string{"clusterName", "c", "brokerAddr", b.Addr(), "brokerName", "good"})
+	add("unregister with a non-numeric broker id", "request header field brokerId", protocol.UnregisterBroker, nil,
+		[]string{"clusterName", "c", "brokerAddr", b.Addr(), "brokerName", "good", "brokerId", "master"})
 	add("register topic with bad body", "decode topic route data", protocol.RegisterTopicInNamesrv, []byte(`{"queueDatas":[{"perm":"rw"}]}`), []string{"topic", "T"})
 	add("wipe without broker name", "brokerName", protocol.WipeWritePermOfBroker, nil, nil)
 	add("delete topic without topic", "topic", protocol.DeleteTopicInNamesrv, nil, nil)

@@ -24,6 +24,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 )
 
@@ -131,6 +132,42 @@ func TestClientGoHTTPResolver(t *testing.T) {
 	publish(t, dir, "127.0.0.1:2")
 	if got := r.Resolve(); !slices.Equal(got, []string{"127.0.0.1:2"}) {
 		t.Fatalf("after the change resolved %v", got)
+	}
+}
+
+// TestBrokerAddressSubgroup: with a broker list configured, the brokers
+// subgroup answers it, to rocketmq-client-go's resolver too, and every other
+// subgroup the clients' list.
+func TestBrokerAddressSubgroup(t *testing.T) {
+	clients, brokers := t.TempDir(), t.TempDir()
+	s := startServer(t, func(c *config.Config) {
+		c.AddressFile = filepath.Join(clients, "namesrvAddr")
+		c.BrokerAddressFile = filepath.Join(brokers, "namesrvAddr")
+	})
+	publish(t, clients, "127.0.0.1:1;127.0.0.1:2")
+	if code, body := get(t, s, "/rocketmq/brokers"); code != 503 || !strings.Contains(body, "broker NameServer address list not published") {
+		t.Fatalf("brokers before publication %d %q", code, body)
+	}
+	publish(t, brokers, "127.0.0.1:1;127.0.0.1:2;127.0.0.1:3")
+	url := "http://" + s.HTTPAddr().String() + "/rocketmq/" + httpapi.BrokerSubGroup
+	if u, err := user.Current(); err == nil {
+		sum := md5.Sum([]byte(url))
+		t.Cleanup(func() {
+			os.Remove(filepath.Join(u.HomeDir, "logs/rocketmq-go/snapshot", "nameserver_addr-"+hex.EncodeToString(sum[:])))
+		})
+	}
+	r := primitive.NewHttpResolver("it", url)
+	if got := r.Resolve(); !slices.Equal(got, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}) {
+		t.Fatalf("brokers resolved %v", got)
+	}
+	publish(t, brokers, "127.0.0.1:4")
+	if got := r.Resolve(); !slices.Equal(got, []string{"127.0.0.1:4"}) {
+		t.Fatalf("after the change brokers resolved %v", got)
+	}
+	for _, path := range []string{"/rocketmq/nsaddr", "/rocketmq/nsaddr-unit1"} {
+		if code, body := get(t, s, path); code != 200 || body != "127.0.0.1:1;127.0.0.1:2" {
+			t.Fatalf("%s: %d %q", path, code, body)
+		}
 	}
 }
 

@@ -1,13 +1,16 @@
 // Package namesrv assembles a RocketMQ NameServer: the route table, the KV
 // store and the live configuration behind a remoting server (plain, TLS or
 // both, with its connection limits), the periodic scan that expires silent
-// brokers, and the HTTP side (health, metrics, address server). cmd/namesrv
-// runs one; tests and the end-to-end suite start them in-process.
+// brokers, the start-up route gate, the declared KV config, and the HTTP
+// side (health, metrics, address server, peer status). cmd/namesrv runs
+// one; tests and the end-to-end suite start them in-process.
 package namesrv
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,9 +24,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvdeclared"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/metrics"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/processor"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
@@ -39,6 +45,12 @@ type Options struct {
 	// HTTPListener, when set, serves the HTTP side instead of a listener
 	// on bindAddress:httpPort (tests use it to get a free port).
 	HTTPListener net.Listener
+	// LiveTimeout bounds the liveness check of /healthz;
+	// httpapi.DefaultLiveTimeout when 0.
+	LiveTimeout time.Duration
+
+	// wrapHandler lets this package's tests wrap the request processor.
+	wrapHandler func(remoting.Handler) remoting.Handler
 }
 
 // Server is a running NameServer.
@@ -49,6 +61,11 @@ type Server struct {
 	routes  *route.Table
 	remote  *remoting.Server
 	started time.Time
+	bootID  string
+	gate    *gate.Gate
+	// declared applies the declared-KV file; nil without one.
+	declared    *kvdeclared.Declared
+	liveTimeout time.Duration
 
 	listener net.Listener
 	stop     chan struct{}
@@ -72,6 +89,13 @@ func New(o Options) (*Server, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg := o.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	bootID, err := newBootID()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		log:      o.Logger,
 		cfg:      config.NewStore(cfg, o.Extra, o.Logger),
@@ -79,13 +103,16 @@ func New(o Options) (*Server, error) {
 		serveErr: make(chan error, 1),
 		httpErr:  make(chan error, 1),
 		started:  time.Now(),
+		bootID:   bootID,
 		registry: prometheus.NewRegistry(),
 
 		httpListener: o.HTTPListener,
+		liveTimeout:  o.LiveTimeout,
 	}
 	s.routes = route.New(route.Options{
 		View:                              viewOptions(cfg),
 		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
+		OnRegister:                        func(cluster, addr string) { s.gate.Registered(cluster, addr) },
 		Logger:                            o.Logger.With("component", "route"),
 	})
 	kv, err := kvconfig.Open(cfg.KVConfigPath, kvconfig.Options{
@@ -100,6 +127,9 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("open kv config: %w", err)
 	}
 	s.kv = kv
+	if cfg.KVDeclaredFile != "" {
+		s.declared = kvdeclared.New(kvdeclared.Options{Path: cfg.KVDeclaredFile, Store: kv, Logger: o.Logger.With("component", "kvdeclared")})
+	}
 	tlsMode, certs, err := setupTLS(cfg, o.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("TLS: %w", err)
@@ -108,21 +138,37 @@ func New(o Options) (*Server, error) {
 	if certs != nil {
 		tlsConfig = certs.Config()
 	}
-	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs})
+	// The gate's settings are read here, once: an UPDATE_NAMESRV_CONFIG of
+	// them is persisted for the next start but neither opens nor closes
+	// this process's gate.
+	s.gate = gate.New(gate.Options{
+		Enabled: cfg.RouteGateEnable,
+		Start:   s.started,
+		Timeout: time.Duration(cfg.RouteGateTimeoutSeconds) * time.Second,
+		NotLive: s.notLive,
+		Logger:  o.Logger.With("component", "gate"),
+	})
+	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs, Gate: s.gate, Declared: s.declared})
 	if err := s.metrics.Register(s.registry); err != nil {
+		s.gate.Stop()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	s.cfg.Subscribe(func(_, cur *config.Config) {
 		s.routes.SetViewOptions(viewOptions(cur))
 		s.routes.SetDeleteTopicWithBrokerRegistration(cur.DeleteTopicWithBrokerRegistration)
 	})
-	s.remote = remoting.NewServer(processor.New(processor.Options{
+	var handler remoting.Handler = processor.New(processor.Options{
 		Routes:  s.routes,
 		KV:      s.kv,
 		Config:  s.cfg,
 		Logger:  o.Logger.With("component", "processor"),
 		Started: s.started,
-	}), remoting.Config{
+		Gate:    s.gate,
+	})
+	if o.wrapHandler != nil {
+		handler = o.wrapHandler(handler)
+	}
+	s.remote = remoting.NewServer(handler, remoting.Config{
 		FrameMaxLength:      cfg.FrameMaxLength,
 		IdleTimeout:         timeout(cfg.ServerChannelMaxIdleTimeSeconds, time.Second),
 		ReadTimeout:         timeout(cfg.FrameReadTimeoutMillis, time.Millisecond),
@@ -209,17 +255,56 @@ func (s *Server) KV() *kvconfig.Store { return s.kv }
 // Config is the live configuration.
 func (s *Server) Config() *config.Store { return s.cfg }
 
-// Start listens on bindAddress:listenPort and serves in the background.
+func newBootID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("boot id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// stopWatching stops the gate's timeout and the declared-KV watcher.
+func (s *Server) stopWatching() {
+	s.gate.Stop()
+	if s.declared != nil {
+		s.declared.Stop()
+	}
+}
+
+// notLive adapts the route table's liveness check to the gate.
+func (s *Server) notLive(keys []peerstatus.BrokerKey) []peerstatus.BrokerKey {
+	addrs := make([]route.AddrKey, len(keys))
+	for i, k := range keys {
+		addrs[i] = route.AddrKey(k)
+	}
+	var out []peerstatus.BrokerKey
+	for _, k := range s.routes.NotLive(addrs) {
+		out = append(out, peerstatus.BrokerKey(k))
+	}
+	return out
+}
+
+// Start applies the declared-KV file, if any, then listens on
+// bindAddress:listenPort and serves in the background.
 func (s *Server) Start() error {
 	cfg := s.cfg.Load()
+	if s.declared != nil {
+		// Before anything is served: clients and brokers see the declared
+		// values from their first request.
+		st := s.declared.Apply()
+		s.log.Info("declared KV config at start", "file", st.File, "digest", st.Digest, "inSync", st.InSync, "err", st.Error)
+		s.declared.Watch()
+	}
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ListenPort))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
+		s.stopWatching()
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.listener = l
 	if err := s.startHTTP(cfg); err != nil {
 		l.Close()
+		s.stopWatching()
 		return err
 	}
 	go func() { s.serveErr <- s.remote.Serve(l) }()
@@ -246,10 +331,24 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 	}
 	s.http = &http.Server{
 		Handler: httpapi.New(httpapi.Options{
-			AddressFile: func() string { return s.cfg.Load().AddressFile },
-			Ready:       s.ready,
-			Gatherer:    s.registry,
-			Logger:      s.log.With("component", "http"),
+			AddressFile:       func() string { return s.cfg.Load().AddressFile },
+			BrokerAddressFile: func() string { return s.cfg.Load().BrokerAddressFile },
+			Ready:             s.ready,
+			Live:              s.live,
+			LiveTimeout:       s.liveTimeout,
+			Summary:           s.Summary,
+			Gate: func(req peerstatus.GateRequest) peerstatus.Summary {
+				s.gate.Expect(req.Expect)
+				return s.Summary()
+			},
+			ApplyKV: func() (peerstatus.KVStatus, bool) {
+				if s.declared == nil {
+					return peerstatus.KVStatus{}, false
+				}
+				return s.declared.Apply(), true
+			},
+			Gatherer: s.registry,
+			Logger:   s.log.With("component", "http"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -263,8 +362,9 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 }
 
 // ready is the readiness of /readyz: serving remoting (the KV store loaded
-// before that), not shutting down, and past the warm-up that
-// needWaitForService asks for.
+// and the declared KV config applied before that), not shutting down, past
+// the warm-up that needWaitForService asks for, and with the route gate
+// open.
 func (s *Server) ready() (bool, string) {
 	switch {
 	case s.stopping.Load():
@@ -276,8 +376,65 @@ func (s *Server) ready() (bool, string) {
 	if wait := time.Duration(cfg.WaitSecondsForService) * time.Second; cfg.NeedWaitForService && time.Since(s.started) < wait {
 		return false, fmt.Sprintf("warming up for %s (needWaitForService)", (wait - time.Since(s.started)).Round(time.Second))
 	}
+	if why, waiting := s.gate.Waiting(); waiting {
+		return false, why
+	}
 	return true, ""
 }
+
+// live is the liveness check of /healthz: a request round trip through the
+// remoting server's own loop and the processor, and the route table's
+// writers' lock, both within ctx. A NameServer shutting down is not hung.
+func (s *Server) live(ctx context.Context) error {
+	if s.stopping.Load() {
+		return nil
+	}
+	remote, table := make(chan error, 1), make(chan error, 1)
+	go func() {
+		if err := s.remote.Probe(ctx, protocol.GetNamesrvConfig); err != nil {
+			remote <- fmt.Errorf("remoting server: %w", err)
+			return
+		}
+		remote <- nil
+	}()
+	go func() { table <- s.routes.ProbeLock(ctx) }()
+	return errors.Join(<-remote, <-table)
+}
+
+// Summary is GET /routes/summary: the live brokers with their versions,
+// the table's sizes, the gate and the declared KV config.
+func (s *Server) Summary() peerstatus.Summary {
+	live := s.routes.LiveBrokers()
+	stats := s.routes.Stats()
+	sum := peerstatus.Summary{
+		BootID:    s.bootID,
+		StartTime: s.started,
+		Gate:      s.gate.Status(),
+		Counts:    peerstatus.Counts{Brokers: len(live), Clusters: int(stats.Clusters), Topics: int(stats.Topics)},
+		Brokers:   make([]peerstatus.Broker, len(live)),
+	}
+	for i, b := range live {
+		sum.Brokers[i] = peerstatus.Broker{
+			BrokerKey:  peerstatus.BrokerKey(b.AddrKey),
+			BrokerName: b.BrokerName,
+			BrokerID:   b.BrokerID,
+			DataVersion: peerstatus.DataVersion{
+				StateVersion: b.DataVersion.StateVersion, Timestamp: b.DataVersion.Timestamp, Counter: b.DataVersion.Counter,
+			},
+			RegisteredAt: b.RegisteredAt,
+			LastUpdate:   b.LastUpdate,
+		}
+	}
+	sum.Digest = peerstatus.BrokersDigest(sum.Brokers)
+	if s.declared != nil {
+		kv := s.declared.Status()
+		sum.KV = &kv
+	}
+	return sum
+}
+
+// Gate is the start-up route gate, for tests.
+func (s *Server) Gate() *gate.Gate { return s.gate }
 
 // HTTPAddr is the HTTP side's address, if it runs.
 func (s *Server) HTTPAddr() net.Addr {
@@ -313,6 +470,7 @@ func (s *Server) scanLoop() {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopping.Store(true)
 	close(s.stop)
+	s.stopWatching()
 	err := s.remote.Shutdown(ctx)
 	s.wg.Wait()
 	if s.listener != nil {

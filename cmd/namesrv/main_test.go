@@ -55,7 +55,8 @@ func TestPrintConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(out)
-	for _, line := range []string{"listenPort=9876\n", "bindAddress=0.0.0.0\n", "serverChannelMaxIdleTimeSeconds=120\n", "httpPort=8080\n"} {
+	for _, line := range []string{"listenPort=9876\n", "bindAddress=0.0.0.0\n", "serverChannelMaxIdleTimeSeconds=120\n", "httpPort=8080\n",
+		"routeGateEnable=false\n", "routeGateTimeoutSeconds=90\n", "kvDeclaredFile=\n", "brokerAddressFile=\n"} {
 		if !strings.Contains(text, line) {
 			t.Errorf("-p output lacks %q", line)
 		}
@@ -85,6 +86,7 @@ func TestBadConfigurationIsAClearError(t *testing.T) {
 		{[]string{"--no-such-flag"}, 2, "no-such-flag"},
 		{[]string{"extra-arg"}, 2, "unexpected arguments"},
 		{[]string{"--kv-config-path", corrupt, "--listen-port", "0", "--http-port", "0"}, 1, "kv.json"},
+		{[]string{"--route-gate-enable", "--route-gate-timeout-seconds", "0"}, 1, "routeGateTimeoutSeconds"},
 	}
 	for _, tt := range tests {
 		var stderr bytes.Buffer

@@ -226,6 +226,17 @@ func (b *Broker) Unregister(ctx context.Context, ns string) (*remotingclient.Res
 	return c.Invoke(ctx, &remotingclient.Request{Code: protocol.UnregisterBroker, Ext: b.identity()})
 }
 
+// Invoke sends a request over the broker's connection to a NameServer
+// (opening it if needed), as a broker's own route queries go over the
+// connection it registers on.
+func (b *Broker) Invoke(ctx context.Context, ns string, req *remotingclient.Request) (*remotingclient.Response, error) {
+	c, err := b.conn(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	return c.Invoke(ctx, req)
+}
+
 // Run registers with the list nameServers returns, every period, until ctx
 // ends. Re-reading the list each round is how brokers follow an address
 // server; NameServers that left the list get their connection closed.

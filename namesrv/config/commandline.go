@@ -32,6 +32,10 @@ var flagSpecs = []flagSpec{
 	{long: "kv-config-path", arg: "FILE", prop: "kvConfigPath", usage: "file holding the KV table"},
 	{long: "config-store-path", arg: "FILE", prop: "configStorePath", usage: "file UPDATE_NAMESRV_CONFIG rewrites (default: the -c file, else ~/namesrv/namesrv.properties)"},
 	{long: "address-file", arg: "FILE", prop: "addressFile", usage: "file with the ';'-joined NameServer list served at /rocketmq/{subgroup}"},
+	{long: "broker-address-file", arg: "FILE", prop: "brokerAddressFile", usage: "file with the NameServer list served to brokers at /rocketmq/brokers (default: the --address-file list)"},
+	{long: "route-gate-enable", prop: "routeGateEnable", usage: "start with the route gate closed until POST /routes/gate's brokers are live or the timeout passes"},
+	{long: "route-gate-timeout-seconds", arg: "SECONDS", prop: "routeGateTimeoutSeconds", usage: "seconds after start at which a closed route gate opens by itself"},
+	{long: "kv-declared-file", arg: "FILE", prop: "kvDeclaredFile", usage: "JSON file of declared KV config, applied at start and when it changes"},
 	{long: "tls-mode", arg: "MODE", prop: "tls.server.mode", usage: "TLS on the remoting port: disabled, permissive (TLS and plain) or enforcing"},
 	{long: "tls-cert", arg: "FILE", prop: "tls.server.certPath", usage: "PEM certificate chain for TLS; re-read when it changes"},
 	{long: "tls-key", arg: "FILE", prop: "tls.server.keyPath", usage: "PEM private key of that certificate; re-read when it changes"},
@@ -110,7 +114,8 @@ func (c *CommandLine) usage(out io.Writer) {
 	fmt.Fprintf(out, "\nPrecedence: flag > environment > config file > default.\n"+
 		"The config file accepts the property names of the Java NameServer (NamesrvConfig and\n"+
 		"NettyServerConfig, e.g. orderMessageEnable=true), the tls.server.* system properties, and the\n"+
-		"Go additions (frameMaxLength, httpPort, addressFile, connection limits and timeouts);\n"+
+		"Go additions (frameMaxLength, httpPort, addressFile, connection limits and timeouts, the\n"+
+		"route gate and the declared KV file);\n"+
 		"run %s -p to list every property with its effective value.\n", c.fs.Name())
 }
 
@@ -178,6 +183,9 @@ func (c *CommandLine) Resolve() (cfg *Config, extra []Property, unknown []string
 				return nil, nil, nil, fmt.Errorf("%s: %w", src, err)
 			}
 		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, err
 	}
 	if err := c.resolveOptions(); err != nil {
 		return nil, nil, nil, err

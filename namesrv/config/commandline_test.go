@@ -184,6 +184,10 @@ func TestResolveEveryPropertyFlagAndEnv(t *testing.T) {
 		{"kv-config-path", "NAMESRV_KV_CONFIG_PATH", "kvConfigPath", "/kv/kvConfig.json"},
 		{"config-store-path", "NAMESRV_CONFIG_STORE_PATH", "configStorePath", "/cfg/namesrv.properties"},
 		{"address-file", "NAMESRV_ADDRESS_FILE", "addressFile", "/etc/namesrv/addresses"},
+		{"broker-address-file", "NAMESRV_BROKER_ADDRESS_FILE", "brokerAddressFile", "/etc/namesrv/brokers"},
+		{"route-gate-enable", "NAMESRV_ROUTE_GATE_ENABLE", "routeGateEnable", "true"},
+		{"route-gate-timeout-seconds", "NAMESRV_ROUTE_GATE_TIMEOUT_SECONDS", "routeGateTimeoutSeconds", "15"},
+		{"kv-declared-file", "NAMESRV_KV_DECLARED_FILE", "kvDeclaredFile", "/etc/namesrv/kv/declared.json"},
 		{"tls-mode", "NAMESRV_TLS_MODE", "tls.server.mode", "enforcing"},
 		{"tls-cert", "NAMESRV_TLS_CERT", "tls.server.certPath", "/etc/namesrv/tls/tls.crt"},
 		{"tls-key", "NAMESRV_TLS_KEY", "tls.server.keyPath", "/etc/namesrv/tls/tls.key"},
@@ -233,6 +237,7 @@ func TestResolveErrors(t *testing.T) {
 	dir := t.TempDir()
 	badValue := writeFile(t, dir, "bad.conf", "listenPort=98a76\n")
 	badEscape := writeFile(t, dir, "esc.conf", "a=1\nb=\\u12\n")
+	gateNoTimeout := writeFile(t, dir, "gate.conf", "routeGateEnable=true\nrouteGateTimeoutSeconds=0\n")
 	tests := []struct {
 		name string
 		args []string
@@ -248,6 +253,11 @@ func TestResolveErrors(t *testing.T) {
 		{"log level", []string{"--log-level", "trace"}, [2]string{}, []string{"--log-level", "trace"}},
 		{"log level offset", nil, [2]string{"NAMESRV_LOG_LEVEL", "info+2"}, []string{"NAMESRV_LOG_LEVEL"}},
 		{"print flag", nil, [2]string{"NAMESRV_PRINT_CONFIG", "maybe"}, []string{"NAMESRV_PRINT_CONFIG", "maybe"}},
+		{"gate without timeout", []string{"-c", gateNoTimeout}, [2]string{}, []string{"routeGateTimeoutSeconds", "at least 1 when routeGateEnable"}},
+		{"gate timeout from a flag", []string{"--route-gate-enable", "--route-gate-timeout-seconds", "0"}, [2]string{},
+			[]string{"routeGateTimeoutSeconds", "at least 1"}},
+		{"negative gate timeout", []string{"--route-gate-timeout-seconds", "-1"}, [2]string{}, []string{"routeGateTimeoutSeconds", `"-1"`}},
+		{"gate flag value", []string{"--route-gate-enable=yes"}, [2]string{}, []string{"routeGateEnable", `"yes"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

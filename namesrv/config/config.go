@@ -12,6 +12,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -83,6 +84,13 @@ type Config struct {
 	HTTPPort            int    `prop:"httpPort" default:"8080" min:"0" max:"65535" effect:"restart" doc:"port of health, metrics and the address server /rocketmq/{subgroup}; 0 disables HTTP"`
 	AddressFile         string `prop:"addressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served at /rocketmq/{subgroup}; empty disables that path"`
 	MaxInflatedBodySize int    `prop:"maxInflatedBodySize" default:"33554432" min:"1" effect:"live" doc:"largest size a compressed REGISTER_BROKER body may inflate to, bytes (a 100,000-topic broker needs about 6 MiB); larger is refused as a zlib bomb"`
+	BrokerAddressFile   string `prop:"brokerAddressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served to brokers at /rocketmq/brokers; empty: brokers get the addressFile list"`
+
+	// Route continuity and declared KV (Go additions), read at start.
+
+	RouteGateEnable         bool   `prop:"routeGateEnable" default:"false" effect:"restart" doc:"start with the route gate closed: client route and KV reads get their connection closed, so clients use another NameServer, until the brokers named by POST /routes/gate are live here or routeGateTimeoutSeconds pass"`
+	RouteGateTimeoutSeconds int    `prop:"routeGateTimeoutSeconds" default:"90" min:"0" effect:"restart" doc:"time after start at which a closed route gate opens by itself, seconds; at least 1 when routeGateEnable is true"`
+	KVDeclaredFile          string `prop:"kvDeclaredFile" default:"" effect:"restart" doc:"JSON file of declared KV config (policy, configTable, removed), applied at start, when it changes, and on POST /kv/declared/apply; empty disables"`
 
 	// Limits of the remoting server (Go additions): each one bounds what a
 	// slow, stuck or hostile client can hold.
@@ -388,6 +396,17 @@ func (c *Config) Apply(props []Property) (unknown []Property, err error) {
 	}
 	*c = next
 	return unknown, nil
+}
+
+// Validate checks what no single property can: the combinations of keys.
+// Resolve and Store.Update call it, so a combination that would stop the
+// next start is refused when it is set.
+func (c *Config) Validate() error {
+	if c.RouteGateEnable && c.RouteGateTimeoutSeconds < 1 {
+		return &ValueError{Key: "routeGateTimeoutSeconds", Value: strconv.Itoa(c.RouteGateTimeoutSeconds),
+			Err: errors.New("want at least 1 when routeGateEnable is true")}
+	}
+	return nil
 }
 
 // Text renders cfg and the extra (unknown) properties as the sorted

@@ -58,6 +58,11 @@ var javaDefaults = map[string]string{
 	"httpPort":            "8080",
 	"addressFile":         "",
 	"maxInflatedBodySize": "33554432",
+	"brokerAddressFile":   "",
+
+	"routeGateEnable":         "false",
+	"routeGateTimeoutSeconds": "90",
+	"kvDeclaredFile":          "",
 
 	"maxConnections":            "10000",
 	"frameReadTimeoutMillis":    "30000",

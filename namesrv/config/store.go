@@ -118,8 +118,9 @@ func blackList(cfg *Config) []string {
 //   - An empty body, or one without properties, changes nothing.
 //   - A body that does not parse returns an error wrapping ErrParse.
 //   - Any black-listed key returns ErrBlackListed and applies nothing.
-//   - An invalid value of a known key returns a *ValueError and applies
-//     nothing (Java would skip that key and apply the rest).
+//   - An invalid value of a known key, or a combination Validate refuses,
+//     returns a *ValueError and applies nothing (Java would skip that key
+//     and apply the rest).
 //   - Known keys set the configuration. Unknown keys update extra keys that
 //     already exist (from the -c file) and are otherwise ignored with a
 //     warning, as Java's Configuration.update (mergeIfExist) does.
@@ -154,6 +155,9 @@ func (s *Store) Update(body []byte) error {
 	cfg := *old.cfg
 	unknown, err := cfg.Apply(props)
 	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	extra := slices.Clone(old.extra)

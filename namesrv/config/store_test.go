@@ -182,6 +182,25 @@ func TestUpdateInvalidValueAppliesNothing(t *testing.T) {
 	}
 }
 
+func TestUpdateRefusesCombinationsThatWouldStopTheNextStart(t *testing.T) {
+	s, path := newStore(t)
+	before := s.Load()
+	err := s.Update([]byte("routeGateEnable=true\nrouteGateTimeoutSeconds=0\n"))
+	var ve *ValueError
+	if !errors.As(err, &ve) || ve.Key != "routeGateTimeoutSeconds" {
+		t.Fatalf("Update = %v, want a ValueError naming routeGateTimeoutSeconds", err)
+	}
+	if s.Load() != before {
+		t.Fatal("a refused combination was applied")
+	}
+	if _, exists := fileContent(t, path); exists {
+		t.Fatal("a refused combination was persisted")
+	}
+	if err := s.Update([]byte("routeGateTimeoutSeconds=0\n")); err != nil {
+		t.Fatalf("a zero timeout with the gate off: %v", err)
+	}
+}
+
 func TestUpdateAppliesPersistsAndNotifies(t *testing.T) {
 	s, path := newStore(t)
 	var rec recorder

@@ -210,6 +210,133 @@ func (s *Store) persist(snap *snapshot) error {
 	return nil
 }
 
+// Op is what a Change does to its key.
+type Op uint8
+
+// The operations of a Change.
+const (
+	// OpSet sets the key to the value, creating the namespace if needed.
+	OpSet Op = iota
+	// OpSetIfAbsent sets the key only when it has no value.
+	OpSetIfAbsent
+	// OpDelete removes the key; an emptied namespace is kept, as Delete
+	// keeps it.
+	OpDelete
+)
+
+// Change is one key's change in a batch.
+type Change struct {
+	Namespace, Key, Value string
+	Op                    Op
+}
+
+// Apply makes a batch of changes in one durable write: the new table is
+// persisted once, after all of them, and only then published, so readers
+// see all or none of them. Changes that would alter nothing (setting the
+// current value, OpSetIfAbsent of a present key, deleting an absent key)
+// are skipped, and a batch that alters nothing writes nothing. OnChange
+// runs for every change that took effect, in batch order. Apply returns
+// those changes; on error nothing changed.
+func (s *Store) Apply(changes []Change) ([]Change, error) {
+	s.mu.Lock()
+	cur := s.cur.Load()
+	next, applied := cur.withAll(changes)
+	if len(applied) == 0 {
+		s.mu.Unlock()
+		return nil, nil
+	}
+	if err := s.persist(next); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.cur.Store(next)
+	for _, ch := range applied {
+		if ch.Op == OpDelete {
+			s.log.Info("kv config removed", "namespace", ch.Namespace, "key", ch.Key)
+		} else {
+			s.log.Info("kv config put", "namespace", ch.Namespace, "key", ch.Key, "value", ch.Value)
+		}
+	}
+	s.notifyMu.Lock()
+	s.mu.Unlock()
+	defer s.notifyMu.Unlock()
+	if s.onChange != nil {
+		for _, ch := range applied {
+			s.onChange(ch.Namespace, ch.Key, ch.Value, ch.Op != OpDelete)
+		}
+	}
+	return applied, nil
+}
+
+// withAll returns the snapshot after a batch, copying each namespace it
+// touches once and encoding its table once, and the changes that took
+// effect (with their names made valid UTF-8, as stored).
+func (snap *snapshot) withAll(changes []Change) (*snapshot, []Change) {
+	var applied []Change
+	touched := map[string]map[string]string{}
+	for _, ch := range changes {
+		ch.Namespace, ch.Key, ch.Value = validUTF8(ch.Namespace), validUTF8(ch.Key), validUTF8(ch.Value)
+		kv, ok := touched[ch.Namespace]
+		if !ok {
+			cur, exists := snap.ns[ch.Namespace]
+			switch {
+			case exists:
+				kv = maps.Clone(cur.kv)
+			case ch.Op == OpDelete:
+				continue
+			default:
+				kv = map[string]string{}
+			}
+			touched[ch.Namespace] = kv
+		}
+		prev, had := kv[ch.Key]
+		switch ch.Op {
+		case OpDelete:
+			if !had {
+				continue
+			}
+			ch.Value = ""
+			delete(kv, ch.Key)
+		case OpSetIfAbsent:
+			if had {
+				continue
+			}
+			kv[ch.Key] = ch.Value
+		default:
+			if had && prev == ch.Value {
+				continue
+			}
+			kv[ch.Key] = ch.Value
+		}
+		applied = append(applied, ch)
+	}
+	if len(applied) == 0 {
+		return snap, nil
+	}
+	next := &snapshot{ns: maps.Clone(snap.ns), entries: snap.entries}
+	for name, kv := range touched {
+		if old, ok := snap.ns[name]; ok {
+			if maps.Equal(old.kv, kv) {
+				continue
+			}
+			next.entries -= len(old.kv)
+		}
+		next.ns[name] = &namespace{kv: kv, table: encodeTable(kv)}
+		next.entries += len(kv)
+	}
+	return next, applied
+}
+
+// Namespace returns a copy of a namespace's keys and values, false when
+// the namespace does not exist.
+func (s *Store) Namespace(name string) (map[string]string, bool) {
+	ns, ok := s.cur.Load().ns[validUTF8(name)]
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(ns.kv), true
+}
+
 // Get returns the value of namespace/key.
 func (s *Store) Get(namespace, key string) (string, bool) {
 	ns, ok := s.cur.Load().ns[validUTF8(namespace)]

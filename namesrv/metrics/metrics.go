@@ -1,7 +1,8 @@
 // Package metrics exports the NameServer's Prometheus metrics: requests by
 // code and result with latency histograms, connections, hits of the
-// connection limits, the TLS certificate in use, and the sizes and events of
-// the route table and the KV store (the Java NameServer exports none).
+// connection limits, the TLS certificate in use, the sizes and events of
+// the route table and the KV store, the start-up route gate and the
+// declared KV config (the Java NameServer exports none).
 //
 // Per-request counting is on the route-query hot path, so every label
 // combination of a known request and response code is resolved once at
@@ -17,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kube-namesrv/kube-namesrv/internal/version"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvdeclared"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
@@ -96,6 +99,11 @@ type Sources struct {
 	KV     *kvconfig.Store
 	// TLS is the certificate of the remoting port, nil without TLS.
 	TLS *remoting.CertFiles
+	// Gate is the start-up route gate (nil: none, always open).
+	Gate *gate.Gate
+	// Declared applies the declared-KV file; nil when none is configured,
+	// and then its series are absent.
+	Declared *kvdeclared.Declared
 }
 
 // New builds the metrics; register them with Register.
@@ -158,6 +166,36 @@ func New(src Sources) *Metrics {
 			Namespace: namespace, Name: "build_info", Help: "Build of this NameServer; always 1.",
 			ConstLabels: prometheus.Labels{"version": version.Version, "goversion": runtime.Version()},
 		}, func() float64 { return 1 }),
+	}
+	m.collectors = append(m.collectors,
+		gauge("route_gate_open", "1 when the start-up route gate is open (or not enabled), 0 while it is closed and client reads get their connection closed.",
+			func() float64 {
+				if src.Gate.Closed() {
+					return 0
+				}
+				return 1
+			}),
+		counter("route_gate_refusals_total", "Client route and KV reads whose connection was closed because the route gate was closed.", nil,
+			func() float64 { return float64(src.Gate.Refusals()) }),
+	)
+	if d := src.Declared; d != nil {
+		kvStats := func(f func(kvdeclared.Stats) int64) func() float64 {
+			return func() float64 { return float64(f(d.Stats())) }
+		}
+		applies, keys := "Reads of the declared-KV file, by result: applied, or not read, parsed or applied.",
+			"KV keys written or deleted by applying the declared-KV file."
+		m.collectors = append(m.collectors,
+			gauge("kv_declared_in_sync", "1 when the KV store holds the declared KV config as its policy asks, else 0.", func() float64 {
+				if d.InSync() {
+					return 1
+				}
+				return 0
+			}),
+			counter("kv_declared_applies_total", applies, prometheus.Labels{"result": "ok"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Applied })),
+			counter("kv_declared_applies_total", applies, prometheus.Labels{"result": "error"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Failed })),
+			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "written"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Written })),
+			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "deleted"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Deleted })),
+		)
 	}
 	for _, why := range []route.EvictReason{route.EvictUnregister, route.EvictClosed, route.EvictExpired} {
 		m.collectors = append(m.collectors, counter("broker_evictions_total",

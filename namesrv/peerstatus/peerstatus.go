@@ -20,6 +20,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -45,7 +47,8 @@ type Summary struct {
 	Counts    Counts    `json:"counts"`
 	// Digest identifies the set of live brokers and their DataVersions:
 	// two peers with the same digest hold the registrations of the same
-	// brokers at the same versions. It is "" when no broker is live.
+	// brokers at the same versions. It is "" when no broker is live
+	// (BrokersDigest).
 	Digest  string   `json:"digest"`
 	Brokers []Broker `json:"brokers"`
 	// KV is the state of the declared KV config; nil when the NameServer
@@ -157,7 +160,10 @@ type KVStatus struct {
 	Digest string `json:"digest"`
 	Policy string `json:"policy,omitempty"`
 	// InSync is true when the store holds the declaration exactly as the
-	// policy asks.
+	// policy asks: Owned, no drift at all; Additive, no key missing and no
+	// removed key present (a key holding another value is listed as
+	// "differs" but, not being the declaration's to change, does not
+	// count). It is false while Error is set.
 	InSync bool      `json:"inSync"`
 	Drift  []KVDrift `json:"drift,omitempty"`
 	// Error is why the file could not be read or applied, if it could not.
@@ -174,5 +180,38 @@ func (f KVFile) Encode() ([]byte, error) {
 // Digest is the hex SHA-256 of a declared-KV file's bytes (KVStatus.Digest).
 func Digest(file []byte) string {
 	sum := sha256.Sum256(file)
+	return hex.EncodeToString(sum[:])
+}
+
+// BrokersDigest is Summary.Digest: the hex SHA-256 of one line per broker,
+// "cluster|addr|brokerName|brokerId|stateVersion|timestamp|counter\n",
+// the lines sorted; "" for no broker. The order of brokers does not matter.
+func BrokersDigest(brokers []Broker) string {
+	if len(brokers) == 0 {
+		return ""
+	}
+	lines := make([]string, len(brokers))
+	size := 0
+	var b []byte
+	for i, br := range brokers {
+		b = append(b[:0], br.Cluster...)
+		b = append(b, '|')
+		b = append(b, br.Addr...)
+		b = append(b, '|')
+		b = append(b, br.BrokerName...)
+		for _, n := range [...]int64{br.BrokerID, br.DataVersion.StateVersion, br.DataVersion.Timestamp, br.DataVersion.Counter} {
+			b = append(b, '|')
+			b = strconv.AppendInt(b, n, 10)
+		}
+		b = append(b, '\n')
+		lines[i] = string(b)
+		size += len(lines[i])
+	}
+	slices.Sort(lines)
+	all := make([]byte, 0, size)
+	for _, l := range lines {
+		all = append(all, l...)
+	}
+	sum := sha256.Sum256(all)
 	return hex.EncodeToString(sum[:])
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
@@ -31,6 +32,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Started is when the server started, for needWaitForService.
 	Started time.Time
+	// Gate is the start-up route gate; nil is always open.
+	Gate *gate.Gate
 }
 
 // Processor is a remoting.Handler for every NameServer request code.
@@ -40,6 +43,7 @@ type Processor struct {
 	cfg     *config.Store
 	log     *slog.Logger
 	started time.Time
+	gate    *gate.Gate
 }
 
 // New returns a Processor.
@@ -53,6 +57,7 @@ func New(o Options) *Processor {
 		cfg:     o.Config,
 		log:     o.Logger,
 		started: o.Started,
+		gate:    o.Gate,
 	}
 }
 
@@ -74,25 +79,37 @@ func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remotin
 	var err error
 	switch req.Code {
 	case protocol.GetRouteInfoByTopic:
+		if p.gated(c, req, resp) {
+			return
+		}
 		p.routeInfo(req, resp)
 		return
 	case protocol.RegisterBroker:
+		c.Mark()
 		err = p.registerBroker(c, req, resp)
 	case protocol.UnregisterBroker:
+		c.Mark()
 		err = p.unregisterBroker(req)
 	case protocol.GetBrokerClusterInfo:
 		resp.Body = p.routes.ClusterInfo()
 	case protocol.QueryDataVersion:
+		c.Mark()
 		err = p.queryDataVersion(req, resp)
 	case protocol.BrokerHeartbeat:
+		c.Mark()
 		err = p.brokerHeartbeat(req)
 	case protocol.GetBrokerMemberGroup:
+		c.Mark()
 		err = p.brokerMemberGroup(req, resp)
 	case protocol.RegisterTopicInNamesrv:
+		c.Mark()
 		err = p.registerTopic(req)
 	case protocol.PutKVConfig:
 		err = p.putKV(req, resp)
 	case protocol.GetKVConfig:
+		if p.gated(c, req, resp) {
+			return
+		}
 		p.getKV(req, resp)
 	case protocol.DeleteKVConfig:
 		err = p.deleteKV(req)
@@ -155,10 +172,28 @@ func unitFilter(code int32) route.UnitFilter {
 	return route.Unit
 }
 
+// gated refuses a client's route or KV read while the start-up route gate
+// is closed: the connection is closed instead of answered, so the client
+// asks another NameServer. Connections that carried a broker request
+// (marked) are always served: closing one would evict its broker, and a
+// broker's own route queries go over the connection it registers on.
+func (p *Processor) gated(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) bool {
+	if !p.gate.Closed() || c.Marked() {
+		return false
+	}
+	resp.Close = remoting.ClosedGated
+	p.gate.Refused(c.RemoteAddr(), req.Code)
+	return true
+}
+
 // Closed implements remoting.Handler: a broker whose registration
-// connection closes is evicted at once (§3.5).
+// connection closes is evicted at once (§3.5). Only connections that
+// carried a broker request can be a registration's, so a client's
+// disconnect does not take the table's writers' lock.
 func (p *Processor) Closed(c *remoting.Conn) {
-	p.routes.ChannelClosed(c)
+	if c.Marked() {
+		p.routes.ChannelClosed(c)
+	}
 }
 
 // routeInfo answers GET_ROUTEINFO_BY_TOPIC, the hot path: no allocation
@@ -255,8 +290,14 @@ func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp
 }
 
 func (p *Processor) unregisterBroker(req *remoting.Command) error {
-	v, err := fields{req}.requiredAll("clusterName", "brokerAddr", "brokerName")
+	h := fields{req}
+	v, err := h.requiredAll("clusterName", "brokerAddr", "brokerName")
 	if err != nil {
+		return err
+	}
+	// Java requires brokerId (@CFNotNull) although the 5.x table removes
+	// by address, as this one does.
+	if _, err := h.requiredInt64("brokerId"); err != nil {
 		return err
 	}
 	p.routes.Unregister(v[0], v[1], v[2])

@@ -103,6 +103,11 @@ type Response struct {
 	Ext    []Pair
 	// Body is written as is; it may be a shared, cached slice.
 	Body []byte
+	// Close, when set, sends no answer: the server writes the answers
+	// already due on the connection, then closes it for this reason. A
+	// client sees its request fail at the transport level, which is what
+	// makes RocketMQ clients try another server.
+	Close CloseReason
 }
 
 // Reset clears the response for reuse, keeping its buffers.
@@ -112,6 +117,7 @@ func (r *Response) Reset() {
 	r.HasExt = false
 	r.Ext = r.Ext[:0]
 	r.Body = nil
+	r.Close = ""
 }
 
 // SetExt adds an ext field to the answer.

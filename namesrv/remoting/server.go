@@ -64,13 +64,16 @@ const (
 	// ClosedTLSFailed: the TLS handshake failed (bad client certificate,
 	// no common version or cipher suite, garbage).
 	ClosedTLSFailed CloseReason = "tls_failed"
+	// ClosedGated: the handler closed the connection instead of answering
+	// (Response.Close), as the NameServer's start-up route gate does.
+	ClosedGated CloseReason = "gated"
 )
 
 // CloseReasons lists every CloseReason, for exporters that resolve their
 // series up front.
 var CloseReasons = []CloseReason{ClosedByPeer, ClosedIdle, ClosedMalformed, ClosedTooLarge, ClosedWriteError,
 	ClosedByServer, ClosedReadTimeout, ClosedWriteTimeout, ClosedHandshakeTimeout, ClosedTLSRequired,
-	ClosedTLSRefused, ClosedTLSFailed}
+	ClosedTLSRefused, ClosedTLSFailed, ClosedGated}
 
 // Limit names a bound the server puts on what one client can hold.
 type Limit string
@@ -313,26 +316,35 @@ func isTemporary(err error) bool {
 	return ok && t.Temporary()
 }
 
-func (s *Server) track(nc net.Conn) bool {
+func (s *Server) track(nc net.Conn) bool { return s.trackConn(nc, false) }
+
+// trackConn serves nc. An internal connection (Probe's) is exempt from
+// MaxConnections and TLS, and invisible to the Observer.
+func (s *Server) trackConn(nc net.Conn, internal bool) bool {
 	s.mu.Lock()
 	if s.shutdown.Load() {
 		s.mu.Unlock()
 		return false
 	}
-	if limit := s.cfg.MaxConnections; limit > 0 && len(s.conns) >= limit {
+	if limit := s.cfg.MaxConnections; !internal && limit > 0 && len(s.conns) >= limit {
 		s.mu.Unlock()
 		s.refuse(nc)
 		return true
 	}
 	c := &Conn{
-		id:     s.nextID.Add(1),
-		nc:     nc,
-		srv:    s,
-		remote: nc.RemoteAddr().String(),
+		id:       s.nextID.Add(1),
+		nc:       nc,
+		srv:      s,
+		remote:   nc.RemoteAddr().String(),
+		internal: internal,
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if internal {
+		go c.serve()
+		return true
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		if s.cfg.SocketSendBuffer > 0 {
 			tc.SetWriteBuffer(s.cfg.SocketSendBuffer)
@@ -466,6 +478,9 @@ type Conn struct {
 	srv    *Server
 	remote string
 	tls    atomic.Bool
+	// internal connections are the server's own probes.
+	internal bool
+	marked   atomic.Bool
 
 	mu       sync.Mutex
 	draining bool
@@ -480,6 +495,14 @@ func (c *Conn) RemoteAddr() string { return c.remote }
 
 // TLS reports whether the connection completed a TLS handshake.
 func (c *Conn) TLS() bool { return c.tls.Load() }
+
+// Mark remembers one fact about the connection for its handler until the
+// connection ends; the NameServer marks connections that carried a
+// broker's request. Marked reports it.
+func (c *Conn) Mark() { c.marked.Store(true) }
+
+// Marked reports whether Mark was called.
+func (c *Conn) Marked() bool { return c.marked.Load() }
 
 // Close ends the connection; its goroutine then exits and the handler's
 // Closed runs. The NameServer closes a broker's connection when it expires.
@@ -553,7 +576,9 @@ func (c *Conn) serve() {
 	c.setReason(reason)
 	c.nc.Close()
 	s.handler.Closed(c)
-	s.obs.ConnClosed(c.reason)
+	if !c.internal {
+		s.obs.ConnClosed(c.reason)
+	}
 	s.untrack(c)
 }
 
@@ -565,7 +590,7 @@ func (c *Conn) serve() {
 // the reason, when the connection must close.
 func (l *connLoop) negotiate() (CloseReason, bool) {
 	c, s := l.c, l.c.srv
-	if !s.sniff {
+	if !s.sniff || c.internal {
 		return "", true
 	}
 	if !c.armRead(time.Now().Add(s.cfg.HandshakeTimeout)) {
@@ -659,13 +684,18 @@ func (l *connLoop) run() CloseReason {
 			s.warn(string(ClosedMalformed), l.c.remote, "closing connection: malformed frame", "err", err)
 			return ClosedMalformed
 		}
-		l.handle()
+		closeReason := l.handle()
 		if buffered {
 			l.br.Discard(4 + total)
 		} else {
 			big := l.big
 			l.big = nil
 			s.largeFrames.Put(&big)
+		}
+		if closeReason != "" {
+			// The answers already due on the connection go out first.
+			l.flush()
+			return closeReason
 		}
 		if l.unwritten >= s.cfg.MaxInflight {
 			s.obs.LimitHit(LimitMaxInflight)
@@ -806,25 +836,34 @@ func (l *connLoop) readFailed(err error, inFrame bool) CloseReason {
 }
 
 // handle runs the handler for the decoded command and queues its answer.
-func (l *connLoop) handle() {
+// It returns a reason when the handler asked for the connection to close
+// instead (Response.Close); the request then gets no answer and is not
+// counted as one.
+func (l *connLoop) handle() CloseReason {
 	s := l.c.srv
 	cmd := &l.cmd
 	if cmd.IsResponse() {
 		// The NameServer sends no requests that would be answered; Java
 		// logs and drops such frames and so do we.
 		s.log.Debug("dropping a response frame nobody asked for", "remote", l.c.remote, "opaque", cmd.Opaque)
-		return
+		return ""
 	}
 	start := time.Now()
 	l.resp.Reset()
 	l.serveSafely()
+	if l.resp.Close != "" {
+		return l.resp.Close
+	}
 	oneway := cmd.IsOneway()
-	s.obs.Request(cmd.Code, l.resp.Code, oneway, time.Since(start))
+	if !l.c.internal {
+		s.obs.Request(cmd.Code, l.resp.Code, oneway, time.Since(start))
+	}
 	if oneway {
-		return
+		return ""
 	}
 	l.out = AppendResponse(l.out, cmd.Type, cmd.Opaque, &l.resp)
 	l.unwritten++
+	return ""
 }
 
 // serveSafely turns a handler panic into a SYSTEM_ERROR answer, so that no

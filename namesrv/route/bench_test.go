@@ -89,3 +89,15 @@ func BenchmarkScanExpired(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLiveBrokers is the export behind GET /routes/summary over 1,000
+// broker addresses; the writers' lock is held only for the copy.
+func BenchmarkLiveBrokers(b *testing.B) {
+	t, _ := clusterOf(b, 500, 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(t.LiveBrokers()); n != 1000 {
+			b.Fatalf("%d brokers", n)
+		}
+	}
+}

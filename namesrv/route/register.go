@@ -35,8 +35,18 @@ type RegisterResult struct {
 	HAServerAddr string
 }
 
-// Register applies a broker registration (§3.2).
+// Register applies a broker registration (§3.2). Once the writers' lock is
+// released, Options.OnRegister hears of a registration that left the broker
+// live.
 func (t *Table) Register(r *Registration) RegisterResult {
+	res, live := t.register(r)
+	if live && t.opts.OnRegister != nil {
+		t.opts.OnRegister(r.Cluster, r.BrokerAddr)
+	}
+	return res
+}
+
+func (t *Table) register(r *Registration) (_ RegisterResult, live bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.begin()
@@ -79,7 +89,7 @@ func (t *Table) Register(r *Registration) RegisterResult {
 			t.log.Warn("refusing a registration older than the broker holding its id",
 				"broker", r.BrokerName, "id", r.BrokerID, "addr", r.BrokerAddr, "holder", old)
 			delete(t.live, liveKey{r.Cluster, r.BrokerAddr})
-			return RegisterResult{}
+			return RegisterResult{}, false
 		}
 	}
 
@@ -96,7 +106,7 @@ func (t *Table) Register(r *Registration) RegisterResult {
 				delete(t.clusters, r.Cluster)
 			}
 		}
-		return RegisterResult{Refused: true}
+		return RegisterResult{Refused: true}, false
 	}
 
 	if old := b.addrs[r.BrokerID]; old != r.BrokerAddr {
@@ -120,8 +130,14 @@ func (t *Table) Register(r *Registration) RegisterResult {
 	if timeout <= 0 {
 		timeout = protocol.DefaultBrokerExpiryMillis
 	}
+	now := t.nowMillis()
+	registeredAt := now
+	if prev != nil {
+		registeredAt = prev.registeredAt
+	}
 	t.live[key] = &liveInfo{
-		lastUpdate:   t.nowMillis(),
+		registeredAt: registeredAt,
+		lastUpdate:   now,
 		timeout:      timeout,
 		dataVersion:  dv,
 		channel:      r.Channel,
@@ -150,7 +166,7 @@ func (t *Table) Register(r *Registration) RegisterResult {
 			}
 		}
 	}
-	return res
+	return res, true
 }
 
 // applyTopics is §3.2 step 10: a master (or a 5.x prime slave) writes its

@@ -39,8 +39,8 @@ func (t *Table) ChannelClosed(ch Channel) {
 		if c == nil {
 			c = t.begin()
 		}
-		t.log.Info("broker connection closed; evicting", "cluster", key.cluster, "broker", li.brokerName, "addr", key.addr)
-		t.unregister(c, key.cluster, key.addr, li.brokerName, EvictClosed)
+		t.log.Info("broker connection closed; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr)
+		t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictClosed)
 	}
 	if c != nil {
 		t.commit(c)
@@ -59,12 +59,12 @@ func (t *Table) ScanExpired() int {
 		if li.lastUpdate+li.timeout >= now {
 			continue
 		}
-		t.log.Warn("broker expired; evicting", "cluster", key.cluster, "broker", li.brokerName, "addr", key.addr,
+		t.log.Warn("broker expired; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr,
 			"silentMillis", now-li.lastUpdate, "timeoutMillis", li.timeout)
 		if li.channel != nil {
 			closing = append(closing, li.channel)
 		}
-		t.unregister(c, key.cluster, key.addr, li.brokerName, EvictExpired)
+		t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictExpired)
 		n++
 	}
 	t.commit(c)

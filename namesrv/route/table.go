@@ -58,19 +58,24 @@ type Options struct {
 	// absent from its registration (§3.2 step 10a).
 	DeleteTopicWithBrokerRegistration bool
 	// Now is the clock; tests replace it.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// OnRegister, if set, runs after every registration that leaves the
+	// broker live, outside the writers' lock (it may call the table).
+	OnRegister func(cluster, addr string)
+	Logger     *slog.Logger
 }
 
 // syncBrokerMemberPrefix marks the topics 5.x brokers query to learn their
 // group's members; the acting-master rewrite never applies to them.
 const syncBrokerMemberPrefix = "rmq_sys_SYNC_BROKER_MEMBER_"
 
-type liveKey struct {
-	cluster, addr string
-}
+// liveKey keys the live table.
+type liveKey = AddrKey
 
 type liveInfo struct {
+	// registeredAt is when the entry began: its first registration since
+	// the address was last absent (unix ms).
+	registeredAt int64
 	lastUpdate   int64 // unix ms
 	timeout      int64 // ms
 	dataVersion  body.DataVersion
@@ -141,6 +146,7 @@ type Table struct {
 	index       atomic.Pointer[index]
 	clusterInfo atomic.Pointer[[]byte]
 	stats       counters
+	lockProbe   lockProbe
 	// topics and tombstones count the index's live and removed topics.
 	topics, tombstones int
 }
