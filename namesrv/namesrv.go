@@ -60,6 +60,7 @@ type Server struct {
 	kv      *kvconfig.Store
 	routes  *route.Table
 	remote  *remoting.Server
+	proc    *processor.Processor
 	started time.Time
 	bootID  string
 	gate    *gate.Gate
@@ -157,7 +158,7 @@ func New(o Options) (*Server, error) {
 		s.routes.SetViewOptions(viewOptions(cur))
 		s.routes.SetDeleteTopicWithBrokerRegistration(cur.DeleteTopicWithBrokerRegistration)
 	})
-	var handler remoting.Handler = processor.New(processor.Options{
+	s.proc = processor.New(processor.Options{
 		Routes:  s.routes,
 		KV:      s.kv,
 		Config:  s.cfg,
@@ -165,6 +166,7 @@ func New(o Options) (*Server, error) {
 		Started: s.started,
 		Gate:    s.gate,
 	})
+	var handler remoting.Handler = s.proc
 	if o.wrapHandler != nil {
 		handler = o.wrapHandler(handler)
 	}
@@ -469,6 +471,7 @@ func (s *Server) scanLoop() {
 // when acknowledged, so nothing is left to flush.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopping.Store(true)
+	s.proc.Drain()
 	close(s.stop)
 	s.stopWatching()
 	err := s.remote.Shutdown(ctx)

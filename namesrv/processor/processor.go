@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
@@ -44,7 +45,15 @@ type Processor struct {
 	log     *slog.Logger
 	started time.Time
 	gate    *gate.Gate
+	// draining is set once the server shuts down: connections then close
+	// one after another, and evicting the brokers of the first ones would
+	// make the requests still being answered on the others miss routes.
+	draining atomic.Bool
 }
+
+// Drain stops evicting brokers whose connection closes: the NameServer is
+// going away, and its clients must get full answers until it is gone.
+func (p *Processor) Drain() { p.draining.Store(true) }
 
 // New returns a Processor.
 func New(o Options) *Processor {
@@ -191,7 +200,7 @@ func (p *Processor) gated(c *remoting.Conn, req *remoting.Command, resp *remotin
 // carried a broker request can be a registration's, so a client's
 // disconnect does not take the table's writers' lock.
 func (p *Processor) Closed(c *remoting.Conn) {
-	if c.Marked() {
+	if c.Marked() && !p.draining.Load() {
 		p.routes.ChannelClosed(c)
 	}
 }
