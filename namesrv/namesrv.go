@@ -69,6 +69,8 @@ type Server struct {
 	liveTimeout time.Duration
 
 	listener net.Listener
+	// extra are the listeners of extraListenPorts.
+	extra    []net.Listener
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	serveErr chan error
@@ -309,7 +311,29 @@ func (s *Server) Start() error {
 		s.stopWatching()
 		return err
 	}
-	go func() { s.serveErr <- s.remote.Serve(l) }()
+	extra, err := cfg.ExtraPorts()
+	if err != nil {
+		l.Close()
+		s.stopWatching()
+		return err
+	}
+	for _, p := range extra {
+		addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(p))
+		el, err := net.Listen("tcp", addr)
+		if err != nil {
+			l.Close()
+			for _, o := range s.extra {
+				o.Close()
+			}
+			s.stopWatching()
+			return fmt.Errorf("listen on %s (extraListenPorts): %w", addr, err)
+		}
+		s.extra = append(s.extra, el)
+	}
+	s.serveErr = make(chan error, 1+len(s.extra))
+	for _, el := range append([]net.Listener{l}, s.extra...) {
+		go func() { s.serveErr <- s.remote.Serve(el) }()
+	}
 	s.serving.Store(true)
 	s.wg.Add(1)
 	go s.scanLoop()
@@ -477,8 +501,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.remote.Shutdown(ctx)
 	s.wg.Wait()
 	if s.listener != nil {
-		if serr := <-s.serveErr; serr != nil && !errors.Is(serr, remoting.ErrServerClosed) {
-			err = errors.Join(err, serr)
+		for range 1 + len(s.extra) {
+			if serr := <-s.serveErr; serr != nil && !errors.Is(serr, remoting.ErrServerClosed) {
+				err = errors.Join(err, serr)
+			}
 		}
 	}
 	if s.http != nil {

@@ -32,6 +32,7 @@ var flagSpecs = []flagSpec{
 	{long: "kv-config-path", arg: "FILE", prop: "kvConfigPath", usage: "file holding the KV table"},
 	{long: "config-store-path", arg: "FILE", prop: "configStorePath", usage: "file UPDATE_NAMESRV_CONFIG rewrites (default: the -c file, else ~/namesrv/namesrv.properties)"},
 	{long: "address-file", arg: "FILE", prop: "addressFile", usage: "file with the ';'-joined NameServer list served at /rocketmq/{subgroup}"},
+	{long: "extra-listen-ports", arg: "PORTS", prop: "extraListenPorts", usage: "more remoting ports, comma-separated, served like --listen-port (for a move to a new port)"},
 	{long: "broker-address-file", arg: "FILE", prop: "brokerAddressFile", usage: "file with the NameServer list served to brokers at /rocketmq/brokers (default: the --address-file list)"},
 	{long: "route-gate-enable", prop: "routeGateEnable", usage: "start with the route gate closed until POST /routes/gate's brokers are live or the timeout passes"},
 	{long: "route-gate-timeout-seconds", arg: "SECONDS", prop: "routeGateTimeoutSeconds", usage: "seconds after start at which a closed route gate opens by itself"},

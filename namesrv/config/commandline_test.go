@@ -185,6 +185,7 @@ func TestResolveEveryPropertyFlagAndEnv(t *testing.T) {
 		{"config-store-path", "NAMESRV_CONFIG_STORE_PATH", "configStorePath", "/cfg/namesrv.properties"},
 		{"address-file", "NAMESRV_ADDRESS_FILE", "addressFile", "/etc/namesrv/addresses"},
 		{"broker-address-file", "NAMESRV_BROKER_ADDRESS_FILE", "brokerAddressFile", "/etc/namesrv/brokers"},
+		{"extra-listen-ports", "NAMESRV_EXTRA_LISTEN_PORTS", "extraListenPorts", "9877,10911"},
 		{"route-gate-enable", "NAMESRV_ROUTE_GATE_ENABLE", "routeGateEnable", "true"},
 		{"route-gate-timeout-seconds", "NAMESRV_ROUTE_GATE_TIMEOUT_SECONDS", "routeGateTimeoutSeconds", "15"},
 		{"kv-declared-file", "NAMESRV_KV_DECLARED_FILE", "kvDeclaredFile", "/etc/namesrv/kv/declared.json"},
@@ -258,6 +259,10 @@ func TestResolveErrors(t *testing.T) {
 			[]string{"routeGateTimeoutSeconds", "at least 1"}},
 		{"negative gate timeout", []string{"--route-gate-timeout-seconds", "-1"}, [2]string{}, []string{"routeGateTimeoutSeconds", `"-1"`}},
 		{"gate flag value", []string{"--route-gate-enable=yes"}, [2]string{}, []string{"routeGateEnable", `"yes"`}},
+		{"an extra port that is no port", []string{"--extra-listen-ports", "9877,x"}, [2]string{}, []string{"extraListenPorts", `"x" is not a port`}},
+		{"an extra port out of range", []string{"--extra-listen-ports", "70000"}, [2]string{}, []string{"extraListenPorts", `"70000" is not a port`}},
+		{"the listen port again", []string{"--listen-port", "9877", "--extra-listen-ports", "9877"}, [2]string{}, []string{"extraListenPorts", "port 9877 is listed twice or is listenPort"}},
+		{"an extra port twice", []string{"--extra-listen-ports", "9000,9000"}, [2]string{}, []string{"extraListenPorts", "listed twice"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,6 +85,7 @@ type Config struct {
 	AddressFile         string `prop:"addressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served at /rocketmq/{subgroup}; empty disables that path"`
 	MaxInflatedBodySize int    `prop:"maxInflatedBodySize" default:"33554432" min:"1" effect:"live" doc:"largest size a compressed REGISTER_BROKER body may inflate to, bytes (a 100,000-topic broker needs about 6 MiB); larger is refused as a zlib bomb"`
 	BrokerAddressFile   string `prop:"brokerAddressFile" default:"" effect:"live" doc:"file holding the ';'-joined NameServer list served to brokers at /rocketmq/brokers; empty: brokers get the addressFile list"`
+	ExtraListenPorts    string `prop:"extraListenPorts" default:"" effect:"restart" doc:"more remoting ports, comma-separated, served like listenPort: a NameServer moving to a new port keeps answering brokers and clients that still use the old one"`
 
 	// Route continuity and declared KV (Go additions), read at start.
 
@@ -406,7 +407,30 @@ func (c *Config) Validate() error {
 		return &ValueError{Key: "routeGateTimeoutSeconds", Value: strconv.Itoa(c.RouteGateTimeoutSeconds),
 			Err: errors.New("want at least 1 when routeGateEnable is true")}
 	}
+	if _, err := c.ExtraPorts(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// ExtraPorts parses extraListenPorts: distinct ports from 1 to 65535, none of
+// them listenPort.
+func (c *Config) ExtraPorts() ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(c.ExtraListenPorts, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := strconv.Atoi(f)
+		switch {
+		case err != nil || p < 1 || p > 65535:
+			return nil, &ValueError{Key: "extraListenPorts", Value: c.ExtraListenPorts, Err: fmt.Errorf("%q is not a port from 1 to 65535", f)}
+		case p == c.ListenPort || slices.Contains(out, p):
+			return nil, &ValueError{Key: "extraListenPorts", Value: c.ExtraListenPorts, Err: fmt.Errorf("port %d is listed twice or is listenPort", p)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // Text renders cfg and the extra (unknown) properties as the sorted

@@ -59,6 +59,7 @@ var javaDefaults = map[string]string{
 	"addressFile":         "",
 	"maxInflatedBodySize": "33554432",
 	"brokerAddressFile":   "",
+	"extraListenPorts":    "",
 
 	"routeGateEnable":         "false",
 	"routeGateTimeoutSeconds": "90",
