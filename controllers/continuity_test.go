@@ -299,8 +299,8 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "hold")).To(BeEquivalentTo(1)) }, 10*time.Second).Should(Succeed())
 	})
 
-	It("publishes a changed port to clients only once the peer serves on it", func() {
-		newCluster(ns, "port", withReplicas(2))
+	It("moves to a new port in two rolls: the old port stays open until every list has moved and its readers have followed", func() {
+		newCluster(ns, "port", withReplicas(2), withDrain(1))
 		readyPods(ns, "port", 0, 1)
 		settleStatefulSet(ns, "port")
 		Eventually(func(g Gomega) {
@@ -310,7 +310,11 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			sts := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), sts)).To(Succeed())
-			g.Expect(sts.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", BeEquivalentTo(9877))))
+			ctr := sts.Spec.Template.Spec.Containers[0]
+			g.Expect(ctr.Ports).To(ContainElements(
+				And(HaveField("Name", "remoting"), HaveField("ContainerPort", BeEquivalentTo(9877))),
+				And(HaveField("Name", "remoting-9876"), HaveField("ContainerPort", BeEquivalentTo(9876)))))
+			g.Expect(ctr.Args).To(ContainElements("--listen-port=9877", "--extra-listen-ports=9876"))
 		}).Should(Succeed())
 		observeRevision(ns, "port", "r2")
 		Consistently(func(g Gomega) {
@@ -331,6 +335,19 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(addressData(g, ns, "port-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerAddr(ns, "port", 0)+";"+newPort))
 			g.Expect(addressData(g, ns, "port-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(1)+":9877"))
 		}).Should(Succeed())
+
+		By("the second peer moves too; a drain later, the old port leaves the template")
+		Eventually(func(g Gomega) { g.Expect(podExists(g, ns, "port-0")).To(BeFalse()) }).Should(Succeed())
+		setPodAt(ns, "port", 0, true, podIP(0), "r2", 9877)
+		newPort0 := strings.Replace(peerAddr(ns, "port", 0), ":9876", ":9877", 1)
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "port-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", newPort0+";"+newPort))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), sts)).To(Succeed())
+			g.Expect(sts.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--extra-listen-ports")))
+		}, 10*time.Second).Should(Succeed())
 	})
 })
 

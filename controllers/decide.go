@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -34,6 +36,11 @@ type decision struct {
 	published map[int32]string
 	// external are the known external addresses by ordinal.
 	external map[int32]string
+	// oldPorts are the remoting ports, other than spec.ports.remoting, the
+	// pods keep serving while brokers and clients may still use them;
+	// portsUntil is when the last of them may go, zero when none waits.
+	oldPorts   []int32
+	portsUntil time.Time
 }
 
 // serving tells whether a peer can take clients: its pod is ready and, as
@@ -108,8 +115,68 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		Now:        o.now,
 	})
 	d.addresses(c, r.Render, o)
+	d.oldPorts, d.portsUntil = oldPorts(c, o, d)
 	d.roll = rollout.Decide(r.rollInput(c, o, d))
 	return d, nil
+}
+
+// oldPorts are the remoting ports a move to a new spec.ports.remoting keeps
+// open, so that the move takes two rolls and drops no port anyone uses:
+// the first restarts each peer on the new port while it still serves the
+// old ones, and the lists move each peer to the new port once it serves
+// there; the second, a drain period after the lists last changed (the time
+// their readers take to follow), restarts the peers without the old ports.
+// A port stays while a published entry or a pod's main port uses it.
+func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32, time.Time) {
+	want := c.Spec.Ports.Remoting
+	set := map[int32]bool{}
+	for _, addr := range d.lists.Clients {
+		if p := portOf(addr); p > 0 && p != want {
+			set[p] = true
+		}
+	}
+	for _, p := range o.peers {
+		if p.RemotingPort > 0 && p.RemotingPort != want && !p.Terminating {
+			set[p.RemotingPort] = true
+		}
+	}
+	var until time.Time
+	if o.sts != nil && len(o.sts.Spec.Template.Spec.Containers) > 0 {
+		drain := time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second
+		last := o.now
+		if c.Status.LastPublishTime != nil && slices.Equal(d.lists.Clients, c.Status.Addresses) {
+			last = c.Status.LastPublishTime.Time
+		}
+		if until = last.Add(drain); o.now.Before(until) {
+			for _, p := range render.ExtraPortsOf(o.sts.Spec.Template.Spec.Containers[0].Args) {
+				if p != want {
+					set[p] = true
+				}
+			}
+		}
+	}
+	var out []int32
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	if len(out) == 0 || !o.now.Before(until) {
+		until = time.Time{}
+	}
+	return out, until
+}
+
+// portOf is the port of a host:port address, 0 when it has none.
+func portOf(addr string) int32 {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
 }
 
 // addresses computes the published lists. A broker-list entry carries the

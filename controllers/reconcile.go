@@ -60,7 +60,7 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		},
 		func() ([]problem, error) { return r.reconcilePDB(ctx, c) },
 		func() ([]problem, error) {
-			ac, err := render.StatefulSet(c, r.Render, d.plan.Replicas)
+			ac, err := render.StatefulSet(c, r.Render, d.plan.Replicas, d.oldPorts...)
 			if err != nil {
 				return nil, err
 			}
@@ -167,6 +167,9 @@ func (r *NameServerClusterReconciler) requeueAfter(c *v1alpha1.NameServerCluster
 	}
 	if d.plan.RequeueAfter > 0 {
 		after = min(after, d.plan.RequeueAfter)
+	}
+	if !d.portsUntil.IsZero() {
+		after = min(after, d.portsUntil.Sub(o.now))
 	}
 	if slices.ContainsFunc(problems, func(p problem) bool { return p.Retry }) {
 		after = min(after, r.retries.next(key))

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,7 +22,11 @@ import (
 // Args are the namesrv command-line arguments (the image contract): ports
 // and paths are flags, which override the properties file, so the file
 // carries only what the user configured.
-func Args(c *v1alpha1.NameServerCluster) []string {
+//
+// extraPorts are remoting ports the NameServer serves besides
+// spec.ports.remoting while it moves to that port: the ports brokers and
+// clients may still use (see OldRemotingPorts).
+func Args(c *v1alpha1.NameServerCluster, extraPorts ...int32) []string {
 	args := []string{
 		"-c", ConfigDir + "/" + ConfigKey,
 		fmt.Sprintf("--listen-port=%d", c.Spec.Ports.Remoting),
@@ -31,6 +36,13 @@ func Args(c *v1alpha1.NameServerCluster) []string {
 		"--address-file=" + AddressDir + "/" + v1alpha1.NamesrvAddrKey,
 		"--broker-address-file=" + BrokerAddressDir + "/" + v1alpha1.NamesrvAddrKey,
 		"--kv-declared-file=" + KVDir + "/" + KVKey,
+	}
+	if len(extraPorts) > 0 {
+		ports := make([]string, 0, len(extraPorts))
+		for _, p := range extraPorts {
+			ports = append(ports, strconv.Itoa(int(p)))
+		}
+		args = append(args, "--extra-listen-ports="+strings.Join(ports, ","))
 	}
 	// Without spec.tls no TLS flag is rendered: namesrv's default without
 	// a certificate is plain only, and an operator upgrade must not change
@@ -144,8 +156,10 @@ func DefaultAffinity(c *v1alpha1.NameServerCluster) *corev1.Affinity {
 // StatefulSet runs the peers: one namesrv container per pod, no sidecars.
 // replicas comes from the publication plan, not straight from the spec,
 // because a scale-down keeps removed peers running while they drain.
-func StatefulSet(c *v1alpha1.NameServerCluster, o Options, replicas int32) (*appsv1ac.StatefulSetApplyConfiguration, error) {
-	pod, err := podTemplate(c, o)
+//
+// extraPorts are passed to Args: the pods also listen on them.
+func StatefulSet(c *v1alpha1.NameServerCluster, o Options, replicas int32, extraPorts ...int32) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+	pod, err := podTemplate(c, o, extraPorts)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the pod template of %s/%s: %w", c.Namespace, c.Name, err)
 	}
@@ -194,7 +208,7 @@ func volumeClaimTemplate(c *v1alpha1.NameServerCluster) *v1alpha1.VolumeClaimTem
 	return c.Spec.Storage.VolumeClaimTemplate
 }
 
-func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
+func podTemplate(c *v1alpha1.NameServerCluster, o Options, extraPorts []int32) (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
 	labels := maps.Clone(c.Spec.PodLabels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -209,7 +223,7 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplat
 	// only cost availability.
 	annotations[AnnotationConfigChecksum] = ConfigChecksum(c)
 
-	container, err := namesrvContainer(c, o)
+	container, err := namesrvContainer(c, o, extraPorts)
 	if err != nil {
 		return nil, err
 	}
@@ -275,16 +289,17 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.PodTemplat
 		WithSpec(spec), nil
 }
 
-func namesrvContainer(c *v1alpha1.NameServerCluster, o Options) (*corev1ac.ContainerApplyConfiguration, error) {
+func namesrvContainer(c *v1alpha1.NameServerCluster, o Options, extraPorts []int32) (*corev1ac.ContainerApplyConfiguration, error) {
 	ctr := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(Image(c, o)).
 		WithCommand("/namesrv").
-		WithArgs(Args(c)...).
+		WithArgs(Args(c, extraPorts...)...).
 		WithPorts(
 			corev1ac.ContainerPort().WithName(RemotingPortName).WithContainerPort(c.Spec.Ports.Remoting).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(HTTPPortName).WithContainerPort(c.Spec.Ports.HTTP).WithProtocol(corev1.ProtocolTCP),
 		).
+		WithPorts(extraContainerPorts(extraPorts)...).
 		// /readyz is unready while the start-up route gate is closed, so
 		// readiness means "serves clients"; /healthz fails when the
 		// remoting server or the route table is stuck, not only HTTP.
@@ -385,4 +400,33 @@ func volumes(c *v1alpha1.NameServerCluster) []*corev1ac.VolumeApplyConfiguration
 		}
 	}
 	return vols
+}
+
+// extraContainerPorts name the ports a NameServer serves while it moves to
+// a new remoting port (remoting-<port>), for NetworkPolicies and readers of
+// the pod spec; the operator's own "remoting" port is always the new one.
+func extraContainerPorts(ports []int32) []*corev1ac.ContainerPortApplyConfiguration {
+	out := make([]*corev1ac.ContainerPortApplyConfiguration, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, corev1ac.ContainerPort().WithName(fmt.Sprintf("%s-%d", RemotingPortName, p)).WithContainerPort(p).WithProtocol(corev1.ProtocolTCP))
+	}
+	return out
+}
+
+// ExtraPortsOf reads the extra remoting ports a rendered pod template
+// carries (the --extra-listen-ports flag), nil when it has none.
+func ExtraPortsOf(args []string) []int32 {
+	var out []int32
+	for _, a := range args {
+		v, ok := strings.CutPrefix(a, "--extra-listen-ports=")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(v, ",") {
+			if p, err := strconv.Atoi(f); err == nil {
+				out = append(out, int32(p))
+			}
+		}
+	}
+	return out
 }

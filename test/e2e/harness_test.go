@@ -23,6 +23,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
 
 // webManifest is a plain StatefulSet with everything the NameServer's will
@@ -271,6 +273,22 @@ func createNamespace(ctx context.Context, t *testing.T, prefix string) string {
 		_ = cl.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// acceptingNamespace creates a namespace that accepts the address lists of
+// the given NameServerClusters (<namespace>/<name>), as a target must.
+func acceptingNamespace(ctx context.Context, t *testing.T, prefix, from string) string {
+	t.Helper()
+	ns := createNamespace(ctx, t, prefix)
+	n, err := cl.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Annotations = map[string]string{v1alpha1.AnnotationAcceptPublishFrom: from}
+	if _, err := cl.Clientset.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 func kubectl(ctx context.Context, t *testing.T, args ...string) {

@@ -6,9 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,12 +18,12 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
-	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -72,6 +70,14 @@ func (c nsc) peers(n int) []string {
 
 func (c nsc) addressConfigMap() string { return c.name + "-namesrv-addr" }
 
+// brokerConfigMap holds the broker list: every peer that runs.
+func (c nsc) brokerConfigMap() string { return c.name + "-namesrv-addr-brokers" }
+
+// peerOn is a peer's address with another remoting port.
+func (c nsc) peerOn(i, port int) string {
+	return fmt.Sprintf("%s.%s-headless.%s.svc.cluster.local:%d", c.pod(i), c.name, c.ns, port)
+}
+
 func (c nsc) selector() string { return "app.kubernetes.io/instance=" + c.name }
 
 // clusterSpec is what the scenarios vary in a NameServerCluster manifest.
@@ -80,46 +86,53 @@ type clusterSpec struct {
 	drain    int
 	// config are namesrv properties (spec.config).
 	config map[string]string
-	// targets are namespaces that receive a copy of the address ConfigMap.
+	// targets are namespaces that receive a copy of the address ConfigMaps.
 	targets []string
 	tls     *v1alpha1.TLSSpec
+	// image, when set, is spec.image.
+	image    string
+	paused   bool
+	kvConfig []v1alpha1.KVConfigEntry
+	kvPolicy v1alpha1.KVConfigPolicy
 }
 
-// warmUpSeconds shortens the operator's default warm-up (needWaitForService
-// for 45 s, a real broker heartbeat and a half) to what the suite's
-// brokers, heartbeating every second, need.
-const warmUpSeconds = "1"
-
-// manifest renders the NameServerCluster as a user would write it.
+// manifest renders the NameServerCluster as a user would write it. Every
+// cluster tells the operator that its brokers heartbeat every brokerPeriod,
+// which paces the operator's reads and the peers' route-gate timeout.
 func (s clusterSpec) manifest(name string) (string, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: %s\nkind: NameServerCluster\nmetadata:\n  name: %s\nspec:\n  replicas: %d\n",
-		v1alpha1.GroupVersion.String(), name, s.replicas)
-	config := map[string]string{"waitSecondsForService": warmUpSeconds}
-	maps.Copy(config, s.config)
-	b.WriteString("  config:\n")
-	for _, k := range sortedKeys(config) {
-		fmt.Fprintf(&b, "    %s: %q\n", k, config[k])
+	c := v1alpha1.NameServerCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NameServerCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.NameServerClusterSpec{
+			Replicas:               ptr.To(int32(s.replicas)),
+			BrokerHeartbeatSeconds: ptr.To(int32(brokerPeriod / time.Second)),
+			Publish:                v1alpha1.PublishSpec{DrainSeconds: ptr.To(int32(s.drain))},
+			TLS:                    s.tls,
+			Image:                  s.image,
+			Paused:                 s.paused,
+			KVConfig:               s.kvConfig,
+			KVConfigPolicy:         s.kvPolicy,
+		},
 	}
-	fmt.Fprintf(&b, "  publish:\n    drainSeconds: %d\n", s.drain)
-	if len(s.targets) > 0 {
-		b.WriteString("    targets:\n")
-		for _, ns := range s.targets {
-			fmt.Fprintf(&b, "    - namespace: %s\n", ns)
+	if len(s.config) > 0 {
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{}
+		for k, v := range s.config {
+			c.Spec.Config[k] = v1alpha1.ConfigValue(v)
 		}
 	}
-	if s.tls != nil {
-		y, err := yaml.Marshal(s.tls)
-		if err != nil {
-			return "", fmt.Errorf("spec.tls: %w", err)
-		}
-		b.WriteString("  tls:\n")
-		for _, line := range strings.SplitAfter(strings.TrimSpace(string(y)), "\n") {
-			b.WriteString("    " + line)
-		}
-		b.WriteString("\n")
+	for _, ns := range s.targets {
+		c.Spec.Publish.Targets = append(c.Spec.Publish.Targets, v1alpha1.PublishTarget{Namespace: ns})
 	}
-	return b.String(), nil
+	y, err := yaml.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("rendering the NameServerCluster %s: %w", name, err)
+	}
+	// A user's manifest has no status.
+	text := string(y)
+	if i := strings.Index(text, "\nstatus:"); i >= 0 {
+		text = text[:i+1]
+	}
+	return text, nil
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -231,14 +244,26 @@ func addressData(ctx context.Context, c nsc) (map[string]string, error) {
 	return cm.Data, nil
 }
 
-// published is the namesrvAddr list of the address ConfigMap: what a broker
-// or client configured from it uses.
+// published is the namesrvAddr list of the client ConfigMap: what a client
+// configured from it uses.
 func published(ctx context.Context, c nsc) ([]string, error) {
 	d, err := addressData(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	return splitList(d[v1alpha1.NamesrvAddrKey]), nil
+}
+
+// brokerList is the namesrvAddr list of the broker ConfigMap.
+func brokerList(ctx context.Context, c nsc) ([]string, error) {
+	cm, err := cl.Clientset.CoreV1().ConfigMaps(c.ns).Get(ctx, c.brokerConfigMap(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the broker ConfigMap: %w", err)
+	}
+	return splitList(cm.Data[v1alpha1.NamesrvAddrKey]), nil
 }
 
 func splitList(s string) []string {
@@ -303,10 +328,6 @@ func queryRouteFrom(ctx context.Context, ipPorts []string) error {
 	return nil
 }
 
-// isTopicNotExist tells a peer that answered without the route from one
-// that could not answer.
-func isTopicNotExist(err error) bool { return errors.Is(err, rmqerrors.ErrTopicNotExist) }
-
 // eventuallyRoutes waits until every address serves the route to
 // rocketmq-client-go.
 func eventuallyRoutes(ctx context.Context, t *testing.T, addrs []string) {
@@ -324,12 +345,13 @@ func eventuallyRoutes(ctx context.Context, t *testing.T, addrs []string) {
 
 const brokerName = "broker-e2e"
 
-// broker is a broker simulator configured only from the address ConfigMap:
-// every round it reads namesrvAddr again (a broker with the ConfigMap
-// mounted re-reads it; one with envFrom would need a restart) and registers
-// with each listed NameServer. It records every successful registration,
-// which the route assertions need: a NameServer can serve a route only once
-// the broker registered with it.
+// broker is a broker simulator configured only from the broker ConfigMap,
+// as the README tells brokers to be: every round it reads namesrvAddr again
+// (a broker with the ConfigMap mounted re-reads it, one using the address
+// server's brokers subgroup re-fetches it; one with envFrom would need a
+// restart) and registers with each listed NameServer. It records every
+// successful registration, which the route assertions need: a NameServer can
+// serve a route only once the broker registered with it.
 type broker struct {
 	sim *brokersim.Broker
 
@@ -337,21 +359,41 @@ type broker struct {
 	regs map[string][]time.Time // by published address: when registrations succeeded
 	// problems are published addresses that did not resolve.
 	problems []string
-	stop     func()
+	// blocked are addresses the broker cannot reach, as if a network
+	// policy or a partition cut it off from those NameServers only.
+	blocked map[string]bool
+	stop    func()
+}
+
+// block cuts the broker off from one NameServer, or lets it through again.
+func (b *broker) block(addr string, blocked bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.blocked[addr] = blocked
 }
 
 func startBroker(ctx context.Context, t *testing.T, c nsc) *broker {
 	t.Helper()
+	return startBrokerNamed(ctx, t, c, brokerName, topic, nil)
+}
+
+// startBrokerNamed starts a broker of another name serving another topic,
+// cut off from the NameServers in blocked from its first round on.
+func startBrokerNamed(ctx context.Context, t *testing.T, c nsc, name, topicName string, blocked []string) *broker {
+	t.Helper()
 	sim, err := brokersim.Start(brokersim.Config{
-		Cluster: "DefaultCluster", Name: brokerName, Generation: body.Broker5,
+		Cluster: "DefaultCluster", Name: name, Generation: body.Broker5,
 		// A real broker also registers its default topic; a NameServer (Java
 		// 5.x and ours) refuses a first registration with a single topic.
-		Topics: []body.TopicConfig{brokersim.Topic(topic, topicQueues), brokersim.Topic("TBW102", 8)},
+		Topics: []body.TopicConfig{brokersim.Topic(topicName, topicQueues), brokersim.Topic("TBW102", 8)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &broker{sim: sim, regs: map[string][]time.Time{}}
+	b := &broker{sim: sim, regs: map[string][]time.Time{}, blocked: map[string]bool{}}
+	for _, a := range blocked {
+		b.blocked[a] = true
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -380,12 +422,18 @@ func startBroker(ctx context.Context, t *testing.T, c nsc) *broker {
 }
 
 func (b *broker) round(ctx context.Context, c nsc) {
-	list, err := published(ctx, c)
+	list, err := brokerList(ctx, c)
 	if err != nil {
 		return
 	}
 	var targets, names []string
 	for _, a := range list {
+		b.mu.Lock()
+		blocked := b.blocked[a]
+		b.mu.Unlock()
+		if blocked {
+			continue
+		}
 		ip, err := resolve(a)
 		if err != nil {
 			b.mu.Lock()
@@ -508,84 +556,6 @@ func revision(t *testing.T, resourceVersion string) int64 {
 		t.Fatalf("resourceVersion %q is not an etcd revision", resourceVersion)
 	}
 	return rv
-}
-
-// routeObservation is one route query of a client loop.
-type routeObservation struct {
-	addr string
-	at   time.Time // when the query was sent
-	err  error
-	// registered tells whether the broker had registered with addr before
-	// the query was sent.
-	registered bool
-}
-
-// routeRound is one round of a client loop: the list it read, and one query
-// per listed peer.
-type routeRound struct {
-	at   time.Time
-	list []string
-	obs  []routeObservation
-}
-
-func (r routeRound) serving() int {
-	n := 0
-	for _, o := range r.obs {
-		if o.err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// watchRoutes runs a client that, every 100ms, reads the published list
-// from the address ConfigMap, resolves every name and asks each peer for the
-// route with rocketmq-client-go, until the returned function is called; it
-// returns every round.
-func watchRoutes(ctx context.Context, t *testing.T, c nsc, b *broker) (stop func() []routeRound) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	var rounds []routeRound
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for ctx.Err() == nil {
-			round := routeRound{at: time.Now()}
-			list, err := published(ctx, c)
-			if err == nil {
-				round.list = list
-				for _, a := range list {
-					o := routeObservation{addr: a, at: time.Now()}
-					o.registered = b.registeredBefore(a, o.at)
-					ip, err := resolve(a)
-					if err == nil {
-						err = queryRoute(ctx, ip)
-					}
-					o.err = err
-					round.obs = append(round.obs, o)
-				}
-				if ctx.Err() == nil {
-					rounds = append(rounds, round)
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-tick.C:
-			}
-		}
-	}()
-	var once sync.Once
-	stop = func() []routeRound {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-		return rounds
-	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // peerProcess is what the kubelet reports of a peer's running container.

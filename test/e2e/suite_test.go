@@ -97,6 +97,9 @@ func runSuite(m *testing.M) int {
 			},
 			ExtraEnv:       extraEnv,
 			ProbePeriodCap: probeCap,
+			// Rolls restart pods one after another: the NameServer pods'
+			// 5 s preStop pause would dominate the suite's time.
+			PreStopSleepCap: 500 * time.Millisecond,
 		},
 	})
 	if err != nil {

@@ -105,6 +105,11 @@ func TestTLS(t *testing.T) {
 	})
 
 	t.Run("enforcing", func(t *testing.T) {
+		// Brokers move to TLS before the NameServers enforce it. This
+		// broker speaks plain only, so it goes: the operator restarts the
+		// next peer only once the restarted one holds every live broker,
+		// and a plain broker could never register with an enforcing peer.
+		b.stop()
 		before := map[int]string{}
 		for i := range 2 {
 			before[i] = string(getPeerPod(ctx, t, c, i).UID)
