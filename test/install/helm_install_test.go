@@ -29,9 +29,11 @@ func TestHelmInstall(t *testing.T) {
 	notes := string(out)
 	for _, want := range []string{
 		"NameServerCluster " + ns + "/" + rel + " is created",
-		"ConfigMap " + ns + "/" + rel + "-namesrv-addr",
-		"name: " + rel + "-namesrv-addr",
+		rel + "-namesrv-addr            for clients",
+		rel + "-namesrv-addr-brokers    for brokers",
+		"name: " + rel + "-namesrv-addr-brokers",
 		"fetchNamesrvAddrByAddressServer=true",
+		"rmqAddressServerSubGroup=" + v1alpha1.BrokerAddressServerSubGroup,
 		v1alpha1.AddressServerDomainKey,
 		v1alpha1.ClientAddressServerDomainKey,
 	} {

@@ -36,7 +36,7 @@ import (
 // arguments as the chart's service account, bound only by the chart's RBAC,
 // and has it reconcile a NameServerCluster end to end: children, a
 // published list copied into another namespace, status, events, and the
-// finalizer on deletion. A permission the chart lacks shows up as a cluster
+// copy's removal on deletion. A permission the chart lacks shows up as a cluster
 // that never gets there, or as "forbidden" in the manager's log.
 func TestManagerRunsUnderChartRBAC(t *testing.T) {
 	cases := []struct {
@@ -60,6 +60,7 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 			ensureNamespaces(ctx, t, objs)
 			createNamespace(ctx, t, c.clusterNS, nil)
 			createNamespace(ctx, t, c.targetNS, nil)
+			acceptFrom(ctx, t, c.targetNS, c.clusterNS+"/*")
 			installRBAC(ctx, t, objs)
 
 			d := typed[appsv1.Deployment](t, only(t, objs, "Deployment"))
@@ -149,7 +150,7 @@ func reconcileOneCluster(ctx context.Context, t *testing.T, ns, target string) {
 	}
 
 	addr := name + "-namesrv-addr"
-	want := render.PeerAddress(withPorts(c), render.Options{ClusterDomain: "cluster.local"}, 0)
+	want := render.PeerAddress(withPorts(c), render.Options{ClusterDomain: "cluster.local"}, 0, 9876)
 	waitFor(t, "the StatefulSet, Services, PDB, the published list in both namespaces, status and an event", func() string {
 		for _, o := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
 			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
@@ -169,8 +170,8 @@ func reconcileOneCluster(ctx context.Context, t *testing.T, ns, target string) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
 			return err.Error()
 		}
-		if got.Status.ObservedGeneration != got.Generation || got.Status.PublishedReplicas != 1 || len(got.Finalizers) == 0 {
-			return fmt.Sprintf("status %+v, finalizers %v", got.Status, got.Finalizers)
+		if got.Status.ObservedGeneration != got.Generation || got.Status.PublishedReplicas != 1 || len(got.Finalizers) != 0 {
+			return fmt.Sprintf("status %+v, finalizers %v (want none)", got.Status, got.Finalizers)
 		}
 		events := &eventsv1.EventList{}
 		if err := k8s.List(ctx, events, client.InNamespace(ns)); err != nil {
@@ -185,7 +186,7 @@ func reconcileOneCluster(ctx context.Context, t *testing.T, ns, target string) {
 	if err := k8s.Delete(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the copy in the other namespace deleted and the finalizer removed", func() string {
+	waitFor(t, "the cluster and the copy in the other namespace deleted", func() string {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: target, Name: addr}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("the copy in %s: %v", target, err)
 		}
@@ -329,4 +330,20 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// acceptFrom makes a namespace accept the address lists of clusters.
+func acceptFrom(ctx context.Context, t *testing.T, namespace, from string) {
+	t.Helper()
+	n := &corev1.Namespace{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: namespace}, n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[v1alpha1.AnnotationAcceptPublishFrom] = from
+	if err := k8s.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
 }
