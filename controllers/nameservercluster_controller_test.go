@@ -685,7 +685,7 @@ var _ = Describe("NameServerCluster validation", func() {
 				kinds[u.GetKind()]++
 			}
 		}
-		Expect(kinds).To(HaveKeyWithValue("NameServerCluster", 1))
+		Expect(kinds).To(HaveKeyWithValue("NameServerCluster", 2))
 		Expect(kinds).To(HaveKeyWithValue("StatefulSet", 2))
 	})
 

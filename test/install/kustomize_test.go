@@ -90,9 +90,10 @@ func effective(args []string, flag string, defaults map[string]string) string {
 	return v
 }
 
-// TestSamples: config/samples holds a NameServerCluster and two brokers
-// that read the ConfigMap it publishes, one by envFrom and one through the
-// address server; all are valid, and they name the right ConfigMap and keys.
+// TestSamples: config/samples holds NameServerClusters and two brokers that
+// read the broker list the first one publishes, one by envFrom and one
+// through the address server; all are valid, and they name the right
+// ConfigMap and keys.
 func TestSamples(t *testing.T) {
 	ctx := testContext(t)
 	objs := kustomize(ctx, t, "samples")
@@ -105,8 +106,18 @@ func TestSamples(t *testing.T) {
 	}
 	dryRunApply(ctx, t, objs)
 
-	nsc := typed[v1alpha1.NameServerCluster](t, only(t, objs, "NameServerCluster"))
-	addr := render.AddressConfigMapName(nsc)
+	clusters := objectsOf(objs, "NameServerCluster")
+	if len(clusters) != 2 {
+		t.Fatalf("want two NameServerClusters (the example and the order topics), got %d", len(clusters))
+	}
+	nsc := typed[v1alpha1.NameServerCluster](t, clusters[0])
+	if nsc.Name != "example" {
+		t.Fatalf("the brokers' cluster is %s, want example", nsc.Name)
+	}
+	if orders := typed[v1alpha1.NameServerCluster](t, clusters[1]); len(orders.Spec.KVConfig) == 0 || orders.Spec.Config["orderMessageEnable"] != "true" {
+		t.Errorf("the order-topic sample declares no kvConfig or leaves orderMessageEnable off: %+v", orders.Spec)
+	}
+	addr := render.BrokerAddressConfigMapName(nsc)
 	var envFrom, addressServer bool
 	for _, s := range objectsOf(objs, "StatefulSet") {
 		for _, c := range typed[appsv1.StatefulSet](t, s).Spec.Template.Spec.Containers {
@@ -134,7 +145,7 @@ func TestSamples(t *testing.T) {
 		c, _, _ := unstructured.NestedString(cm.Object, "data", "broker.conf")
 		conf += c
 	}
-	for _, line := range []string{"fetchNamesrvAddrByAddressServer=true", "rmqAddressServerSubGroup=" + v1alpha1.AddressServerSubGroup} {
+	for _, line := range []string{"fetchNamesrvAddrByAddressServer=true", "rmqAddressServerSubGroup=" + v1alpha1.BrokerAddressServerSubGroup} {
 		if !strings.Contains(conf, line) {
 			t.Errorf("the address-server broker's broker.conf lacks %q", line)
 		}
