@@ -120,7 +120,7 @@ var _ = Describe("The manager", func() {
 			g.Expect(addressData(g, targets, "scoped-namesrv-addr")).To(HaveKey("namesrvAddr"))
 			cond := meta.FindStatusCondition(getCluster(g, ns, "scoped").Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.Reason).To(Equal("TargetRefused"))
+			g.Expect(cond.Reason).To(Equal(v1alpha1.RefusalTarget))
 			g.Expect(cond.Message).To(ContainSubstring("outside the namespaces this operator manages"))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {

@@ -248,7 +248,7 @@ var _ = Describe("NameServerCluster", func() {
 			c := getCluster(g, ns, "scale")
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
 			g.Expect(c.Status.DrainStartTime).NotTo(BeNil())
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", "Draining"))
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonDraining))
 			g.Expect(eventReasons(g, ns, "scale")).To(ContainElement("Normal/Draining"))
 		}).Should(Succeed())
 		Expect(statefulSetReplicas(Default, ns, "scale")).To(BeEquivalentTo(5))

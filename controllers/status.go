@@ -407,18 +407,18 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	}
 	for _, p := range st.Peers {
 		if p.Published && !before[p.Ordinal] {
-			r.Recorder.Eventf(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, "Published", "Publish",
+			r.Recorder.Eventf(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, EventPublished, "Publish",
 				"%s serves and joined the client list: %s", p.Name, st.NamesrvAddr)
 		}
 	}
 	for o, was := range before {
 		if was && !after[o] {
-			r.Recorder.Eventf(c, peerPod(c, o), corev1.EventTypeNormal, "Published", "Unpublish",
+			r.Recorder.Eventf(c, peerPod(c, o), corev1.EventTypeNormal, EventPublished, "Unpublish",
 				"%s left the client list: %s", render.PodName(c, o), st.NamesrvAddr)
 		}
 	}
 	if st.DrainStartTime != nil && (old.DrainStartTime == nil || !old.DrainStartTime.Equal(st.DrainStartTime)) {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Draining", "Drain",
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, EventDraining, "Drain",
 			"removed peers from the client list; the StatefulSet keeps them for %ds", ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
 	}
 	return nil
@@ -444,15 +444,15 @@ func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerClus
 	if now, ok := turned(v1alpha1.ConditionRoutesConsistent); ok {
 		switch now.Status {
 		case metav1.ConditionFalse:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "RoutesInconsistent", "CompareRoutes", "%s", now.Message)
+			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, EventRoutesInconsistent, "CompareRoutes", "%s", now.Message)
 		case metav1.ConditionTrue:
 			if was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionRoutesConsistent); was != nil && was.Status == metav1.ConditionFalse {
-				r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "RoutesConsistent", "CompareRoutes", "%s", now.Message)
+				r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, EventRoutesConsistent, "CompareRoutes", "%s", now.Message)
 			}
 		}
 	}
 	if now, ok := turned(v1alpha1.ConditionKVConfigInSync); ok && now.Status == metav1.ConditionFalse && now.Reason == v1alpha1.ReasonKVDrift {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "KVConfigDrift", "CompareKV", "%s", now.Message)
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, EventKVConfigDrift, "CompareKV", "%s", now.Message)
 	}
 	if now, ok := turned(v1alpha1.ConditionProgressing); ok {
 		switch now.Reason {
