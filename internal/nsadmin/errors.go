@@ -200,6 +200,11 @@ func invokeFailed(addr string, timeout time.Duration, usedTLS bool, head []byte,
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Kind = Unreachable
 		e.Msg = fmt.Sprintf("no answer within %s", timeout)
+		if len(head) == 0 {
+			// An HTTP server, for one, waits for a line end that a
+			// remoting frame never sends.
+			e.Hint = "check it is the remoting port (9876 by default): other ports, the NameServer's HTTP port among them, never answer"
+		}
 	case !errors.Is(err, remotingclient.ErrClosed):
 		e.Kind = Unreachable
 		e.Msg = "request failed: " + err.Error()

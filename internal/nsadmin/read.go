@@ -196,6 +196,9 @@ func (c *clusterList) run(ctx context.Context, ps *Peers) report {
 }
 
 func (r *clusterListReport) table(w io.Writer) {
+	if len(r.answered()) == 0 {
+		return
+	}
 	line(w, withColumn(r.multi, fmt.Sprintf(clusterListFormat, "#Cluster Name", "#Broker Name", "#BID", "#Addr"), "#NameServers"))
 	for _, b := range r.Brokers {
 		line(w, withColumn(r.multi, fmt.Sprintf(clusterListFormat, b.Cluster, b.BrokerName, fmt.Sprint(b.BrokerID), b.Addr), b.Column()))
@@ -266,6 +269,9 @@ func (c *topicList) run(ctx context.Context, ps *Peers) report {
 }
 
 func (r *topicListReport) table(w io.Writer) {
+	if len(r.answered()) == 0 {
+		return
+	}
 	if r.clusterModel {
 		// mqadmin's header says #Consumer Group too: consumer groups
 		// are known to brokers only.
@@ -480,6 +486,9 @@ func (c *topicClusterList) run(ctx context.Context, ps *Peers) report {
 }
 
 func (r *topicClusterReport) table(w io.Writer) {
+	if len(r.answered()) == 0 {
+		return
+	}
 	width := 0
 	for _, c := range r.Clusters {
 		width = max(width, len(c.Cluster))
@@ -618,6 +627,9 @@ func (c *kvList) run(ctx context.Context, ps *Peers) report {
 }
 
 func (r *kvListReport) table(w io.Writer) {
+	if len(r.answered()) == 0 {
+		return
+	}
 	line(w, withColumn(r.multi, fmt.Sprintf(kvFormat, "#Namespace", "#Key", "#Value"), "#NameServers"))
 	for _, e := range r.Entries {
 		line(w, withColumn(r.multi, fmt.Sprintf(kvFormat, e.Namespace, e.Key, e.Value), e.Column()))
