@@ -174,7 +174,8 @@ FUZZ_TARGETS ?= \
 	./namesrv/remoting:FuzzBinaryHeader ./namesrv/remoting:FuzzJSONHeader \
 	./namesrv/fjson:FuzzReader \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed \
-	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV
+	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
+	./internal/nsadmin:FuzzDecodeAnswers
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.
