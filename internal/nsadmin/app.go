@@ -55,6 +55,8 @@ type Target struct {
 	TLS bool
 	// Note is printed on stderr before the command runs, in table output.
 	Note string
+	// UnreachableHint is printed once when a peer cannot be reached.
+	UnreachableHint string
 }
 
 // UsageError is a mistake in the command line; nothing was sent.
@@ -252,8 +254,10 @@ func newFlagSet(f Frontend, cmd *command) (*pflag.FlagSet, *common, runner) {
 	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	r := cmd.new(fs)
+	// The frontend's flags first: a command's flag yields to them
+	// (kvNamespaceFlag).
 	f.Bind(fs)
+	r := cmd.new(fs)
 	c := &common{}
 	c.bind(fs)
 	return fs, c, r
@@ -285,8 +289,13 @@ func run(ctx context.Context, f Frontend, fs *pflag.FlagSet, c *common, r runner
 	}
 	code := rep.exitCode()
 	probs := rep.problems()
+	hint := false
 	for _, p := range probs {
 		fmt.Fprintf(io.Stderr, "%s: %v\n", f.Name(), p)
+		hint = hint || p.Kind == Unreachable
+	}
+	if hint && t.UnreachableHint != "" {
+		fmt.Fprintf(io.Stderr, "%s: hint: %s\n", f.Name(), t.UnreachableHint)
 	}
 	return worst(code, probs), nil
 }

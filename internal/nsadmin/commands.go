@@ -2,6 +2,20 @@ package nsadmin
 
 import "github.com/spf13/pflag"
 
+// kvNamespace is the long form of mqadmin's -s/--namespace, the KV
+// namespace: --kv-namespace where the frontend has a --namespace of its own
+// (kubectl's, in kubectl nsc).
+func kvNamespace(fs *pflag.FlagSet) string {
+	if fs.Lookup("namespace") != nil {
+		return "kv-namespace"
+	}
+	return "namespace"
+}
+
+func kvNamespaceFlag(fs *pflag.FlagSet, dst *string) {
+	fs.StringVarP(dst, kvNamespace(fs), "s", "", "the KV namespace (required)")
+}
+
 // commands are the subcommands, in help order: mqadmin's NameServer side,
 // then what only nsadmin has.
 var commands = []*command{
@@ -74,7 +88,7 @@ peers disagree on.`,
 		name: "updateKvConfig", summary: "Create or update KV config, on every peer.", synopsis: "-s NAMESPACE -k KEY -v VALUE",
 		new: func(fs *pflag.FlagSet) runner {
 			c := &updateKvConfig{}
-			fs.StringVarP(&c.namespace, "namespace", "s", "", "the namespace (required)")
+			kvNamespaceFlag(fs, &c.namespace)
 			fs.StringVarP(&c.key, "key", "k", "", "the key name (required)")
 			fs.StringVarP(&c.value, "value", "v", "", "the key value")
 			return c
@@ -84,7 +98,7 @@ peers disagree on.`,
 		name: "deleteKvConfig", summary: "Delete KV config, on every peer.", synopsis: "-s NAMESPACE -k KEY",
 		new: func(fs *pflag.FlagSet) runner {
 			c := &deleteKvConfig{}
-			fs.StringVarP(&c.namespace, "namespace", "s", "", "the namespace (required)")
+			kvNamespaceFlag(fs, &c.namespace)
 			fs.StringVarP(&c.key, "key", "k", "", "the key name (required)")
 			return c
 		},
@@ -95,7 +109,7 @@ peers disagree on.`,
 no keys in it.`,
 		new: func(fs *pflag.FlagSet) runner {
 			c := &kvList{}
-			fs.StringVarP(&c.namespace, "namespace", "s", "", "the namespace (required)")
+			kvNamespaceFlag(fs, &c.namespace)
 			return c
 		},
 	},
@@ -134,7 +148,7 @@ cannot list namespaces); with --config, every property. A peer that fails is
 left out of the comparison and makes the exit code 3.`,
 		new: func(fs *pflag.FlagSet) runner {
 			c := &diff{}
-			fs.StringSliceVarP(&c.namespaces, "namespace", "s", nil, "also compare this KV namespace (repeat, or comma-separate)")
+			fs.StringSliceVarP(&c.namespaces, kvNamespace(fs), "s", nil, "also compare this KV namespace (repeat, or comma-separate)")
 			fs.BoolVar(&c.config, "config", false, "also compare the NameServers' configuration")
 			return c
 		},

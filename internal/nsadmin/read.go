@@ -595,7 +595,7 @@ const kvFormat = "%-32s  %-40s  %-40s"
 
 func (c *kvList) check() error {
 	if c.namespace = strings.TrimSpace(c.namespace); c.namespace == "" {
-		return usagef("-s/--namespace is required")
+		return usagef("-s (the KV namespace) is required")
 	}
 	return nil
 }

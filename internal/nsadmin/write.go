@@ -95,7 +95,7 @@ func (c *updateNamesrvConfig) run(ctx context.Context, ps *Peers) report {
 type updateKvConfig struct{ namespace, key, value string }
 
 func (c *updateKvConfig) check() (err error) {
-	if c.namespace, err = required("-s/--namespace", c.namespace); err != nil {
+	if c.namespace, err = required("-s (the KV namespace)", c.namespace); err != nil {
 		return err
 	}
 	if c.key, err = required("-k/--key", c.key); err != nil {
@@ -113,7 +113,7 @@ func (c *updateKvConfig) run(ctx context.Context, ps *Peers) report {
 type deleteKvConfig struct{ namespace, key string }
 
 func (c *deleteKvConfig) check() (err error) {
-	if c.namespace, err = required("-s/--namespace", c.namespace); err != nil {
+	if c.namespace, err = required("-s (the KV namespace)", c.namespace); err != nil {
 		return err
 	}
 	c.key, err = required("-k/--key", c.key)
