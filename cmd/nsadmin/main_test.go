@@ -61,7 +61,7 @@ func buildAndRun(m *testing.M) int {
 	return m.Run()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,7 +79,7 @@ type peer struct {
 
 // startPeers runs n namesrv processes with the extra arguments, waits until
 // each accepts connections, and stops them with SIGTERM at the end.
-func startPeers(t *testing.T, n int, args ...string) []peer {
+func startPeers(t testing.TB, n int, args ...string) []peer {
 	t.Helper()
 	var out []peer
 	for range n {
@@ -196,7 +196,7 @@ func eventually(t *testing.T, code int, args ...string) result {
 	}
 }
 
-func startBroker(t *testing.T, name string, topics ...body.TopicConfig) *brokersim.Broker {
+func startBroker(t testing.TB, name string, topics ...body.TopicConfig) *brokersim.Broker {
 	t.Helper()
 	b, err := brokersim.Start(brokersim.Config{Cluster: "DefaultCluster", Name: name, Generation: body.Broker5, Topics: topics})
 	if err != nil {
@@ -206,7 +206,7 @@ func startBroker(t *testing.T, name string, topics ...body.TopicConfig) *brokers
 	return b
 }
 
-func register(t *testing.T, b *brokersim.Broker, peers ...peer) {
+func register(t testing.TB, b *brokersim.Broker, peers ...peer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
