@@ -156,7 +156,7 @@ func mergeBrokers(answered []string, cis map[string]*ClusterInfo, only string) [
 	for addr, ci := range cis {
 		rows[addr] = brokerRows(ci, only)
 	}
-	var out []BrokerRow
+	out := []BrokerRow{}
 	for _, m := range mergeRows(answered, rows, brokerKey, func(a, b BrokerRow) bool { return a.Addr == b.Addr }) {
 		r := m.Value
 		r.Presence = m.Presence
@@ -227,7 +227,7 @@ type topicListReport struct {
 func (*topicList) check() error { return nil }
 
 func (c *topicList) run(ctx context.Context, ps *Peers) report {
-	rep := &topicListReport{base: newBase(ps), clusterModel: c.clusterModel}
+	rep := &topicListReport{base: newBase(ps), Topics: []TopicRow{}, clusterModel: c.clusterModel}
 	rows := map[string][]TopicRow{}
 	if !c.clusterModel {
 		for addr, topics := range collect(&rep.base, each(ctx, ps, fetchTopicList)) {
@@ -372,7 +372,7 @@ func (c *topicRoute) check() error {
 }
 
 func (c *topicRoute) run(ctx context.Context, ps *Peers) report {
-	rep := &topicRouteReport{base: newBase(ps), Topic: c.topic}
+	rep := &topicRouteReport{base: newBase(ps), Topic: c.topic, Brokers: []RouteRow{}, Routes: []PeerRoute{}}
 	routes := collect(&rep.base, each(ctx, ps, func(ctx context.Context, p *peer) (*TopicRouteData, error) {
 		return fetchRoute(ctx, p, c.topic)
 	}))
@@ -391,7 +391,7 @@ func (c *topicRoute) run(ctx context.Context, ps *Peers) report {
 	}
 	rep.Agreed = agreed(rep.Brokers)
 	if !found {
-		rep.Routes = nil
+		rep.Routes = []PeerRoute{}
 		for _, addr := range rep.answered() {
 			rep.fail(addr, &PeerError{Addr: addr, Kind: Refused, Code: protocol.TopicNotExist,
 				Msg: fmt.Sprintf("refused: TOPIC_NOT_EXIST: no route for topic %s", c.topic)})
@@ -457,7 +457,7 @@ func (c *topicClusterList) check() error {
 }
 
 func (c *topicClusterList) run(ctx context.Context, ps *Peers) report {
-	rep := &topicClusterReport{base: newBase(ps), Topic: c.topic}
+	rep := &topicClusterReport{base: newBase(ps), Topic: c.topic, Clusters: []ClusterRow{}}
 	routes := collect(&rep.base, each(ctx, ps, func(ctx context.Context, p *peer) (*TopicRouteData, error) {
 		return fetchRoute(ctx, p, c.topic)
 	}))
@@ -542,7 +542,7 @@ func mergeConfigs(answered []string, cfgs map[string]map[string]string) []Config
 }
 
 func (getNamesrvConfig) run(ctx context.Context, ps *Peers) report {
-	rep := &configReport{base: newBase(ps), Differences: []ConfigRow{}}
+	rep := &configReport{base: newBase(ps), Configs: []PeerConfig{}, Differences: []ConfigRow{}}
 	cfgs := collect(&rep.base, each(ctx, ps, fetchConfig))
 	for _, addr := range rep.answered() {
 		rep.Configs = append(rep.Configs, PeerConfig{Addr: addr, Config: cfgs[addr]})
@@ -607,7 +607,7 @@ func mergeKV(answered []string, namespace string, tables map[string]map[string]s
 			rows[addr] = append(rows[addr], KVRow{Namespace: namespace, Key: k, Value: v})
 		}
 	}
-	var out []KVRow
+	out := []KVRow{}
 	for _, m := range mergeRows(answered, rows, func(r KVRow) string { return r.Key }, func(a, b KVRow) bool { return a.Value == b.Value }) {
 		r := m.Value
 		r.Presence = m.Presence
