@@ -57,6 +57,8 @@ type Target struct {
 	Note string
 	// UnreachableHint is printed once when a peer cannot be reached.
 	UnreachableHint string
+	// HTTPPort is the peers' HTTP port, when the frontend knows it.
+	HTTPPort int
 }
 
 // UsageError is a mistake in the command line; nothing was sent.
@@ -278,6 +280,9 @@ func run(ctx context.Context, f Frontend, fs *pflag.FlagSet, c *common, r runner
 	}
 	if t.Note != "" && c.output == "table" {
 		fmt.Fprintln(io.Stderr, t.Note)
+	}
+	if ta, ok := r.(interface{ useTarget(*Target) }); ok {
+		ta.useTarget(t)
 	}
 	ps := NewPeers(t.Addrs, opts)
 	defer ps.Close()

@@ -140,6 +140,20 @@ no keys in it.`,
 		},
 	},
 	{
+		name: "peerStatus", summary: "Each peer's route summary from its HTTP port: start-up gate, counts, digest, DataVersions, KV.",
+		notes: `Reads GET /routes/summary on each peer's HTTP port (namesrv --http-port),
+which tells what the remoting protocol cannot: when the process started, the
+state of its start-up route gate, the digest of its live brokers with their
+DataVersions (equal digests: the same brokers at the same versions), and the
+declared KV's state. Brokers whose registration or DataVersion differs
+between peers are listed.`,
+		new: func(fs *pflag.FlagSet) runner {
+			c := &peerStatus{fs: fs}
+			fs.IntVar(&c.httpPort, "http-port", 8080, "the NameServers' HTTP port")
+			return c
+		},
+	},
+	{
 		name: "diff", summary: "Compare whole tables across the peers; exit 1 on any difference.",
 		notes: `Compares the live brokers (by cluster, broker name and id, with their
 address), the topic lists, and the queue data of every topic among the peers

@@ -51,6 +51,9 @@ type cluster struct {
 		TLS *struct {
 			Mode string `json:"mode"`
 		} `json:"tls"`
+		Ports struct {
+			HTTP int `json:"http"`
+		} `json:"ports"`
 	} `json:"spec"`
 	Status struct {
 		Peers             []peerStatus `json:"peers"`
@@ -136,7 +139,11 @@ func (f *Frontend) Resolve(ctx context.Context, args []string) (*nsadmin.Target,
 	for i, p := range peers {
 		addrs[i] = p.Address
 	}
-	t := &nsadmin.Target{Addrs: addrs, Note: note}
+	t := &nsadmin.Target{Addrs: addrs, Note: note, HTTPPort: c.Spec.Ports.HTTP}
+	if t.HTTPPort == 0 {
+		// The CRD's default.
+		t.HTTPPort = 8080
+	}
 	t.TLS = c.Spec.TLS != nil && strings.EqualFold(c.Spec.TLS.Mode, string(v1alpha1.TLSEnforcing))
 	if !f.usePodIP && !f.external {
 		t.UnreachableHint = "peers are reached by their DNS names, which resolve inside the cluster only: from outside, try --use-pod-ip (where pod IPs route) or --external"

@@ -124,10 +124,16 @@ func TestChoosingPeers(t *testing.T) {
 		})
 	}
 
-	// The only cluster of a namespace needs no name.
+	// The only cluster of a namespace needs no name; its HTTP port is the
+	// CRD's default unless set.
 	f := &Frontend{client: newFake(full), namespace: ns}
-	if target, err := f.Resolve(context.Background(), nil); err != nil || len(target.Addrs) != 3 {
-		t.Errorf("only cluster: %v %v", target, err)
+	if target, err := f.Resolve(context.Background(), nil); err != nil || len(target.Addrs) != 3 || target.HTTPPort != 8080 {
+		t.Errorf("only cluster: %+v %v", target, err)
+	}
+	ported := nameServerCluster(ns, "ported", map[string]any{"ports": map[string]any{"http": int64(18080)}}, peersStatus(map[string]any{"name": "p-0", "address": "p-0:9876"}))
+	f = &Frontend{client: newFake(ported), namespace: ns}
+	if target, err := f.Resolve(context.Background(), nil); err != nil || target.HTTPPort != 18080 {
+		t.Errorf("spec.ports.http: %+v %v", target, err)
 	}
 	f = &Frontend{client: newFake(), namespace: ns}
 	if _, err := f.Resolve(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "no NameServerCluster in namespace mq") {
