@@ -193,6 +193,12 @@ fuzz: ## Fuzz every decoder for FUZZTIME each.
 bench: ## Go benchmarks of the hot paths (codec, routes, registrations).
 	$(GO) test -run='^$$' -bench=. -benchmem ./namesrv/...
 
+# Whole nsadmin runs, exec to exit, against three namesrv processes on
+# loopback (cmd/nsadmin/bench_test.go builds both), with p50 and p90.
+.PHONY: bench-nsadmin
+bench-nsadmin: ## Time nsadmin commands, process start included, against three peers.
+	$(GO) test -run='^$$' -bench=BenchmarkProcess -benchtime=200x ./cmd/nsadmin/
+
 # The load scenarios of docs/benchmarks.md, each against a freshly spawned
 # namesrv on loopback.
 .PHONY: bench-load
