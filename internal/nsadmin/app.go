@@ -53,7 +53,7 @@ type Target struct {
 	// TLS turns TLS on unless --tls is given explicitly (a
 	// NameServerCluster that enforces TLS).
 	TLS bool
-	// Note is printed on stderr before the command runs, in table output.
+	// Note is printed on stderr before the command runs.
 	Note string
 	// UnreachableHint is printed once when a peer cannot be reached.
 	UnreachableHint string
@@ -270,6 +270,11 @@ func run(ctx context.Context, f Frontend, fs *pflag.FlagSet, c *common, r runner
 	if err := r.check(); err != nil {
 		return 0, err
 	}
+	// Flag mistakes are reported before the frontend does any work
+	// (kubectl nsc reads the API).
+	if _, err := c.connOptions(fs, io.Getenv, &Target{}); err != nil {
+		return 0, err
+	}
 	t, err := f.Resolve(ctx, fs.Args())
 	if err != nil {
 		return 0, err
@@ -278,8 +283,8 @@ func run(ctx context.Context, f Frontend, fs *pflag.FlagSet, c *common, r runner
 	if err != nil {
 		return 0, err
 	}
-	if t.Note != "" && c.output == "table" {
-		fmt.Fprintln(io.Stderr, t.Note)
+	if t.Note != "" {
+		fmt.Fprintf(io.Stderr, "%s: note: %s\n", f.Name(), t.Note)
 	}
 	if ta, ok := r.(interface{ useTarget(*Target) }); ok {
 		ta.useTarget(t)

@@ -343,7 +343,9 @@ func routeRows(rd *TopicRouteData) []RouteRow {
 
 type topicRoute struct {
 	topic string
-	list  bool
+	// list is mqadmin's -l, accepted so that habits work: the table is
+	// the default here.
+	list bool
 }
 
 // PeerRoute is one peer's route, as it answered it; Route is null where
