@@ -251,6 +251,10 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 	plugin(t, 2, env, "clusterList", "example", "-n", "a:9876;b:9876")
+	r = plugin(t, 3, nil, "clusterList", "example", "-n", ns, "--kubeconfig", filepath.Join(t.TempDir(), "missing"))
+	if !strings.Contains(r.stderr, "kubeconfig") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
 
 	// kubectl runs it as a plugin: kubectl-nsc on PATH is `kubectl nsc`.
 	bin := t.TempDir()

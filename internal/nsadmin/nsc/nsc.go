@@ -84,7 +84,7 @@ type Frontend struct {
 	usePodIP   bool
 	external   bool
 
-	// client is set by tests; otherwise it is built from the kubeconfig.
+	// client is built from the kubeconfig on first use, or set by tests.
 	client dynamic.Interface
 }
 
@@ -226,11 +226,10 @@ func (f *Frontend) connect() (dynamic.Interface, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
+	if f.client, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, "", fmt.Errorf("kubernetes client: %w", err)
 	}
-	return client, ns, nil
+	return f.client, ns, nil
 }
 
 func apiError(err error, what, verb string) error {

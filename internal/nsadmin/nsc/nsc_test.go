@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,7 +73,8 @@ func TestChoosingPeers(t *testing.T) {
 		"brokerNamesrvAddr": dns("0") + ";" + dns("1") + ";" + dns("2"),
 	})
 	empty := nameServerCluster(ns, "new", map[string]any{"replicas": int64(3)}, nil)
-	client := newFake(full, older, empty, pod(ns, "example-0", "10.2.0.1"), pod(ns, "example-1", "10.2.0.2"), pod(ns, "example-2", ""))
+	broken := nameServerCluster("other", "broken", nil, map[string]any{"peers": "not a list"})
+	client := newFake(full, older, empty, broken, pod(ns, "example-0", "10.2.0.1"), pod(ns, "example-1", "10.2.0.2"), pod(ns, "example-2", ""))
 
 	tests := []struct {
 		name    string
@@ -98,6 +102,8 @@ func TestChoosingPeers(t *testing.T) {
 		{name: "not found", args: []string{"nothing"}, err: "NameServerCluster mq/nothing not found"},
 		{name: "several clusters, none named", err: "namespace mq holds 3 NameServerClusters (example, new, older): name one", isUsage: true},
 		{name: "two names", args: []string{"a", "b"}, err: "one NameServerCluster at a time", isUsage: true},
+		{name: "a status this plugin cannot read", args: []string{"broken"}, flags: func(f *Frontend) { f.namespace = "other" },
+			err: "NameServerCluster other/broken has a status this plugin cannot read"},
 		{name: "mqadmin's -n", flags: func(f *Frontend) { f.namespace = "10.0.0.1:9876" }, err: "-n is kubectl's --namespace", isUsage: true},
 		{name: "both ways", args: []string{"example"}, flags: func(f *Frontend) { f.usePodIP, f.external = true, true }, err: "exclude each other", isUsage: true},
 	}
@@ -234,5 +240,23 @@ func TestCommandsAgainstTheClustersPeers(t *testing.T) {
 	_, errOut, code = run("clusterList", "example", "-n", "mq")
 	if code != nsadmin.ExitFailed || !strings.Contains(errOut, "hint: peers are reached by their DNS names") {
 		t.Errorf("unreachable peer: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestAPIErrorsSayWhatIsNeeded(t *testing.T) {
+	gr := clustersResource.GroupResource()
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{apierrors.NewNotFound(gr, "x"), "NameServerCluster mq/x not found"},
+		{apierrors.NewGenericServerResponse(http.StatusNotFound, "get", gr, "x", "", 0, false),
+			"the API server does not serve NameServerClusters (is the kube-namesrv CRD installed?)"},
+		{apierrors.NewForbidden(gr, "x", errors.New("no")), "forbidden: kubectl nsc needs get on nameserverclusters.rocketmq.kube-namesrv.io"},
+		{errors.New("connection refused"), "NameServerCluster mq/x: connection refused"},
+	} {
+		if got := apiError(tt.err, "NameServerCluster mq/x", "get").Error(); !strings.Contains(got, tt.want) {
+			t.Errorf("%v: %q, want %q", tt.err, got, tt.want)
+		}
 	}
 }
