@@ -63,17 +63,21 @@ type cluster struct {
 	} `json:"status"`
 }
 
-// peerStatus is one entry of status.peers.
+// peerStatus is one entry of status.peers. Pointers are what the operator
+// may not know yet.
 type peerStatus struct {
-	Name            string `json:"name"`
-	Ordinal         int    `json:"ordinal"`
-	Address         string `json:"address"`
-	PodIP           string `json:"podIP"`
-	Ready           bool   `json:"ready"`
-	Published       bool   `json:"published"`
-	RouteComplete   bool   `json:"routeComplete"`
-	Brokers         int    `json:"brokers"`
-	ExternalAddress string `json:"externalAddress"`
+	Name            string   `json:"name"`
+	Ordinal         int      `json:"ordinal"`
+	Address         string   `json:"address"`
+	PodIP           string   `json:"podIP,omitempty"`
+	ExternalAddress string   `json:"externalAddress,omitempty"`
+	Ready           bool     `json:"ready"`
+	Published       bool     `json:"published"`
+	Reachable       *bool    `json:"reachable,omitempty"`
+	RouteComplete   *bool    `json:"routeComplete,omitempty"`
+	Brokers         *int     `json:"brokers,omitempty"`
+	MissingBrokers  []string `json:"missingBrokers,omitempty"`
+	Message         string   `json:"message,omitempty"`
 }
 
 // Frontend implements nsadmin.Frontend for a NameServerCluster.
@@ -402,9 +406,26 @@ func printPeers(w io.Writer, peers []peerStatus, full bool) {
 		tw.Flush()
 		return
 	}
-	fmt.Fprintln(tw, "PEER\tORDINAL\tADDRESS\tREADY\tPUBLISHED\tROUTE-COMPLETE\tBROKERS")
+	fmt.Fprintln(tw, "PEER\tORDINAL\tADDRESS\tREADY\tPUBLISHED\tREACHABLE\tROUTE-COMPLETE\tBROKERS\tMESSAGE")
 	for _, p := range peers {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%t\t%t\t%t\t%s\n", p.Name, p.Ordinal, p.Address, p.Ready, p.Published, p.RouteComplete, strconv.Itoa(p.Brokers))
+		brokers := "-"
+		if p.Brokers != nil {
+			brokers = strconv.Itoa(*p.Brokers)
+		}
+		msg := p.Message
+		if len(p.MissingBrokers) > 0 {
+			msg = strings.TrimSpace(msg + " missing: " + strings.Join(p.MissingBrokers, ", "))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%t\t%t\t%s\t%s\t%s\t%s\n", p.Name, p.Ordinal, p.Address, p.Ready, p.Published,
+			known(p.Reachable), known(p.RouteComplete), brokers, msg)
 	}
 	tw.Flush()
+}
+
+// known prints a status flag the operator may not have checked yet.
+func known(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	return strconv.FormatBool(*b)
 }

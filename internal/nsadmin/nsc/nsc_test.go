@@ -193,8 +193,10 @@ func TestCommandsAgainstTheClustersPeers(t *testing.T) {
 		}
 	}
 	client := newFake(nameServerCluster("mq", "example", map[string]any{"replicas": int64(2)}, peersStatus(
-		map[string]any{"name": "example-0", "ordinal": int64(0), "address": a.Addr().String(), "ready": true, "published": true, "routeComplete": true, "brokers": int64(1)},
-		map[string]any{"name": "example-1", "ordinal": int64(1), "address": b.Addr().String(), "ready": true},
+		map[string]any{"name": "example-0", "ordinal": int64(0), "address": a.Addr().String(), "ready": true, "published": true,
+			"reachable": true, "routeComplete": true, "brokers": int64(1)},
+		map[string]any{"name": "example-1", "ordinal": int64(1), "address": b.Addr().String(), "ready": true, "reachable": true,
+			"routeComplete": false, "brokers": int64(0), "missingBrokers": []any{"DefaultCluster/broker-a@" + broker.Addr()}, "message": "waiting for brokers"},
 	)))
 	run := func(args ...string) (string, string, int) {
 		var stdout, stderr bytes.Buffer
@@ -215,10 +217,15 @@ func TestCommandsAgainstTheClustersPeers(t *testing.T) {
 	}
 
 	out, errOut, code = run("peers", "example", "-n", "mq")
-	want := "PEER       ORDINAL  ADDRESS          READY  PUBLISHED  ROUTE-COMPLETE  BROKERS\n" +
-		"example-0  0        " + a.Addr().String() + "  true   true       true            1\n"
-	if code != 0 || !strings.HasPrefix(out, want) {
-		t.Errorf("peers: exit %d\n%s\nwant prefix\n%s\n%s", code, out, want, errOut)
+	lines := strings.Split(out, "\n")
+	for i, want := range [][]string{
+		{"PEER", "ORDINAL", "ADDRESS", "READY", "PUBLISHED", "REACHABLE", "ROUTE-COMPLETE", "BROKERS", "MESSAGE"},
+		{"example-0", "0", a.Addr().String(), "true", "true", "true", "true", "1"},
+		{"example-1", "1", b.Addr().String(), "true", "false", "true", "false", "0", "waiting", "for", "brokers", "missing:", "DefaultCluster/broker-a@" + broker.Addr()},
+	} {
+		if code != 0 || len(lines) <= i || !slices.Equal(strings.Fields(lines[i]), want) {
+			t.Errorf("peers: exit %d, line %d of\n%s\nwant %q\n%s", code, i, out, want, errOut)
+		}
 	}
 	out, _, code = run("peers", "example", "-n", "mq", "-o", "json")
 	var listed []peerStatus
