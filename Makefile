@@ -26,7 +26,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 HELM_VERSION ?= v3.22.0
 HELM ?= $(LOCALBIN)/helm
 CHART ?= charts/kube-namesrv
-# Where `make image-binaries` puts the container image's two binaries.
+# Where `make image-binaries` puts the container image's binaries.
 IMAGE_BIN_DIR ?= $(LOCALBIN)/image
 
 # Outside the clone so CI on the same machine reuses it; override for hermetic runs.
@@ -63,12 +63,12 @@ check-fmt: ## Fail when a Go file is not gofmt-clean.
 ##@ Build
 
 .PHONY: build
-build: ## Build the namesrv and manager binaries into bin/.
+build: ## Build every command (namesrv, manager, nsadmin, kubectl-nsc, nsbench) into bin/.
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/ ./cmd/...
 
 # The Dockerfile runs the same script, so CI compiles exactly what the image ships.
 .PHONY: image-binaries
-image-binaries: ## Build the image's manager and namesrv (static) into IMAGE_BIN_DIR, as the Dockerfile does.
+image-binaries: ## Build the image's binaries (static) into IMAGE_BIN_DIR, as the Dockerfile does.
 	VERSION=$(VERSION) hack/build-binaries.sh $(IMAGE_BIN_DIR)
 
 .PHONY: run
@@ -152,8 +152,8 @@ $(VULNDB)/index/db.json: | $(INDEXDB)
 # kube-controller-manager) and a process kubelet inside private namespaces
 # (hack/e2e-box.sh). The test binary is built outside the box, where the
 # module proxy is reachable. E2E_PREREQUISITES are the targets that build what
-# the suite starts as Pods: `build` puts bin/namesrv (the NameServer pods'
-# binary) and bin/manager there; the suite finds them in E2E_BIN_DIR.
+# the suite starts: `build` puts bin/namesrv (the NameServer pods' binary),
+# bin/manager and bin/kubectl-nsc there; the suite finds them in E2E_BIN_DIR.
 E2E_PREREQUISITES ?= build
 E2E_TIMEOUT ?= 10m
 E2E_FLAGS ?=
@@ -175,7 +175,8 @@ FUZZ_TARGETS ?= \
 	./namesrv/fjson:FuzzReader \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
-	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest
+	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest \
+	./internal/nsadmin:FuzzDecodeAnswers
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.
@@ -192,6 +193,12 @@ fuzz: ## Fuzz every decoder for FUZZTIME each.
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths (codec, routes, registrations).
 	$(GO) test -run='^$$' -bench=. -benchmem ./namesrv/...
+
+# Whole nsadmin runs, exec to exit, against three namesrv processes on
+# loopback (cmd/nsadmin/bench_test.go builds both), with p50 and p90.
+.PHONY: bench-nsadmin
+bench-nsadmin: ## Time nsadmin commands, process start included, against three peers.
+	$(GO) test -run='^$$' -bench=BenchmarkProcess -benchtime=200x ./cmd/nsadmin/
 
 # The load scenarios of docs/benchmarks.md, each against a freshly spawned
 # namesrv on loopback.

@@ -28,11 +28,14 @@ import (
 
 const module = "github.com/kube-namesrv/kube-namesrv"
 
+// imageBinaries are the commands the image holds at /.
+var imageBinaries = []string{"manager", "namesrv", "nsadmin", "kubectl-nsc"}
+
 // TestImageBinaries checks what `make image-binaries` built with the
 // Dockerfile's script: static executables (the image is FROM scratch, with
 // no libc or loader) of the right commands.
 func TestImageBinaries(t *testing.T) {
-	for _, name := range []string{"manager", "namesrv"} {
+	for _, name := range imageBinaries {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(imageBinDir, name)
 			f, err := elf.Open(path)
@@ -97,8 +100,12 @@ func TestDockerfile(t *testing.T) {
 	if final.from != "scratch" {
 		t.Errorf("the final stage is FROM %s, want scratch", final.from)
 	}
-	if !hasInstruction(final.instructions, "COPY", "--from="+build.name+" /out/manager /out/namesrv /") {
-		t.Errorf("the final stage does not copy both binaries to /: %v", final.instructions)
+	copies := "--from=" + build.name
+	for _, name := range imageBinaries {
+		copies += " /out/" + name
+	}
+	if !hasInstruction(final.instructions, "COPY", copies+" /") {
+		t.Errorf("the final stage does not copy %v to /: %v", imageBinaries, final.instructions)
 	}
 	// The NameServer pods run the image's namesrv as their command.
 	c := &v1alpha1.NameServerCluster{
