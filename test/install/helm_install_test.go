@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +23,8 @@ func TestHelmInstall(t *testing.T) {
 	const rel, ns = "helm-real", "helm-install"
 	out, err := run(ctx, helmBin, "install", rel, chartDir, "--kubeconfig", adminKubeconfig,
 		"--namespace", ns, "--create-namespace",
-		"--set", "nameserver.enabled=true", "--set", "metrics.serviceMonitor.enabled=true")
+		"--set", "nameserver.enabled=true", "--set", "metrics.serviceMonitor.enabled=true",
+		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.grafanaDashboard.enabled=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +52,15 @@ func TestHelmInstall(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel}, &v1alpha1.NameServerCluster{}); err != nil {
 		t.Errorf("the NameServerCluster: %v", err)
 	}
-	sm := &unstructured.Unstructured{}
-	sm.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"})
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-kube-namesrv"}, sm); err != nil {
-		t.Errorf("the ServiceMonitor, which discovery should have enabled: %v", err)
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		m := &unstructured.Unstructured{}
+		m.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: kind})
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-kube-namesrv"}, m); err != nil {
+			t.Errorf("the %s, which discovery should have enabled: %v", kind, err)
+		}
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-kube-namesrv-dashboard"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the dashboard ConfigMap: %v", err)
 	}
 
 	if _, err := run(ctx, helmBin, "uninstall", rel, "--kubeconfig", adminKubeconfig, "--namespace", ns, "--wait"); err != nil {
@@ -117,5 +124,32 @@ func TestCRDUpgradeCommand(t *testing.T) {
 	upgraded, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if !reflect.DeepEqual(upgraded, current) {
 		t.Error("after the upgrade command the CRD's versions are not the chart's")
+	}
+}
+
+// TestNotesWarnWithoutMonitoringAPI: where the cluster serves none of the
+// Prometheus Operator's kinds, the monitors and rules asked for are not
+// created, and the install notes say so for each.
+func TestNotesWarnWithoutMonitoringAPI(t *testing.T) {
+	ctx := testContext(t)
+	// A client-side dry run knows no API beyond the built-in ones.
+	out, err := run(ctx, helmBin, "install", "no-monitoring", chartDir, "--dry-run=client", "--namespace", "no-monitoring",
+		"--kube-version", kubeVersion,
+		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.podMonitor.enabled=true",
+		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.grafanaDashboard.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := string(out)
+	for _, kind := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"} {
+		if !strings.Contains(notes, "WARNING: metrics."+strings.ToLower(kind[:1])+kind[1:]+".enabled is true, but this cluster serves no monitoring.coreos.com/v1\n"+kind) {
+			t.Errorf("the notes do not warn that no %s was created:\n%s", kind, notes)
+		}
+		if strings.Contains(notes, "kind: "+kind) {
+			t.Errorf("a %s was rendered without its API", kind)
+		}
+	}
+	if !strings.Contains(notes, "kind: ConfigMap") {
+		t.Error("the dashboard ConfigMap does not depend on the monitoring API, yet it was not rendered")
 	}
 }
