@@ -269,12 +269,14 @@ HELM_LDFLAGS = -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)
 	$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM_K8S_MINOR))
 
 # Phony with a version check inside, so a stale bin/promtool is replaced.
-# promtool prints its version without the v.
+# promtool prints its version without the v. remove_all_sd leaves out the
+# cloud service discoveries (and half the build); promtool keeps the
+# Kubernetes one, which config/prometheus/prometheus.yaml uses.
 .PHONY: promtool
 promtool: | $(LOCALBIN) ## Build promtool $(PROMETHEUS_VERSION) into bin/ from the Go module proxy when missing or another version.
 	@if ! $(PROMTOOL) --version 2>/dev/null | grep -qF "version $(PROMETHEUS_VERSION:v%=%) "; then \
 	  echo "building promtool $(PROMETHEUS_VERSION) into $(PROMTOOL) (minutes with an empty Go cache)"; \
-	  GOBIN=$(LOCALBIN) CGO_ENABLED=0 $(GO) install -trimpath \
+	  GOBIN=$(LOCALBIN) CGO_ENABLED=0 $(GO) install -trimpath -tags remove_all_sd \
 	    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION:v%=%)" \
 	    github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION); fi
 

@@ -14,9 +14,12 @@ type unitTestFile struct {
 	RuleFiles          []string `json:"rule_files"`
 	EvaluationInterval string   `json:"evaluation_interval"`
 	Tests              []struct {
-		Name          string `json:"name"`
-		Interval      string `json:"interval"`
-		InputSeries   []any  `json:"input_series"`
+		Name        string `json:"name"`
+		Interval    string `json:"interval"`
+		InputSeries []struct {
+			Series string `json:"series"`
+			Values string `json:"values"`
+		} `json:"input_series"`
 		AlertRuleTest []struct {
 			EvalTime  string `json:"eval_time"`
 			Alertname string `json:"alertname"`
@@ -36,6 +39,10 @@ func TestEveryAlertIsTestedAndDocumented(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no promtool unit tests match %s (%v)", ruleTestsGlob, err)
 	}
+	exprOf := map[string]string{}
+	for _, r := range rules {
+		exprOf[r.Alert] = r.Expr
+	}
 	fires, silent := map[string]int{}, map[string]int{}
 	for _, f := range files {
 		var u unitTestFile
@@ -45,7 +52,20 @@ func TestEveryAlertIsTestedAndDocumented(t *testing.T) {
 			t.Errorf("%s tests %v, not %s", f, u.RuleFiles, wantRules)
 		}
 		for _, tc := range u.Tests {
+			// A series no rule reads would make a silent case pass for
+			// nothing.
+			var series []string
+			for _, in := range tc.InputSeries {
+				name, _, _ := strings.Cut(in.Series, "{")
+				series = append(series, name)
+				if !slices.ContainsFunc(rules, func(r rule) bool { return strings.Contains(r.Expr, name) }) {
+					t.Errorf("%s: case %q feeds %s, which no rule reads", f, tc.Name, name)
+				}
+			}
 			for _, a := range tc.AlertRuleTest {
+				if !slices.ContainsFunc(series, func(s string) bool { return strings.Contains(exprOf[a.Alertname], s) }) {
+					t.Errorf("%s: case %q tests %s with none of the series it reads", f, tc.Name, a.Alertname)
+				}
 				if len(a.ExpAlerts) > 0 {
 					fires[a.Alertname]++
 				} else {
