@@ -118,14 +118,14 @@ type exposedMetric struct {
 	// values are the label values seen, by label name.
 	values map[string]map[string]bool
 	// target are the labels Prometheus adds to the series at scrape time,
-	// by the scrape configurations of kinds.
-	target map[string]bool
-	kinds  map[string]bool
+	// with the kinds of scrape configuration (PodMonitor, ServiceMonitor)
+	// that add each.
+	target map[string]map[string]bool
 }
 
 func (m *exposedMetric) has(label string) bool {
 	_, scraped := m.values[label]
-	return scraped || m.target[label]
+	return scraped || len(m.target[label]) > 0
 }
 
 func (m *exposedMetric) labelNames() []string {
@@ -273,10 +273,10 @@ func TestExpressionsNameOnlyWhatIsExposed(t *testing.T) {
 func targetLabelsUsed(exprs []expression, refs []reference, exposed map[string]*exposedMetric) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	note := func(m *exposedMetric, label string) {
-		if _, scraped := m.values[label]; scraped || !m.target[label] {
+		if _, scraped := m.values[label]; scraped {
 			return
 		}
-		for kind := range m.kinds {
+		for kind := range m.target[label] {
 			if out[kind] == nil {
 				out[kind] = map[string]bool{}
 			}

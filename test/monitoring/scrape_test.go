@@ -107,12 +107,14 @@ func (s scrape) addTo(exposed map[string]*exposedMetric, kind string, target []s
 	add := func(name string, labels []*dto.LabelPair, extra ...string) {
 		m := exposed[name]
 		if m == nil {
-			m = &exposedMetric{values: map[string]map[string]bool{}, target: map[string]bool{}, kinds: map[string]bool{}}
+			m = &exposedMetric{values: map[string]map[string]bool{}, target: map[string]map[string]bool{}}
 			exposed[name] = m
 		}
-		m.kinds[kind] = true
 		for _, l := range target {
-			m.target[l] = true
+			if m.target[l] == nil {
+				m.target[l] = map[string]bool{}
+			}
+			m.target[l][kind] = true
 		}
 		pairs := make([]string, 0, 2*len(labels)+len(extra))
 		for _, l := range labels {
@@ -203,7 +205,8 @@ func scrapeNameServer(t *testing.T) scrape {
 	startBroker(brokersim.Config{Cluster: "c", Name: "stays", Topics: []body.TopicConfig{brokersim.Topic("orders", 4)}})
 	leaves := startBroker(brokersim.Config{Cluster: "c", Name: "leaves", Topics: []body.TopicConfig{brokersim.Topic("audit", 4)}})
 	startBroker(brokersim.Config{Cluster: "c", Name: "silent", Generation: body.Broker5, HeartbeatTimeoutMillis: 200,
-		Topics: []body.TopicConfig{brokersim.Topic("silent", 1)}})
+		// A 5.x broker's first registration carries more than one topic.
+		Topics: []body.TopicConfig{brokersim.Topic("silent", 1), brokersim.Topic("silent2", 1)}})
 
 	c, err := remotingclient.Dial(ctx, s.Addr().String(), remotingclient.Options{})
 	if err != nil {
