@@ -126,30 +126,3 @@ func TestCRDUpgradeCommand(t *testing.T) {
 		t.Error("after the upgrade command the CRD's versions are not the chart's")
 	}
 }
-
-// TestNotesWarnWithoutMonitoringAPI: where the cluster serves none of the
-// Prometheus Operator's kinds, the monitors and rules asked for are not
-// created, and the install notes say so for each.
-func TestNotesWarnWithoutMonitoringAPI(t *testing.T) {
-	ctx := testContext(t)
-	// A client-side dry run knows no API beyond the built-in ones.
-	out, err := run(ctx, helmBin, "install", "no-monitoring", chartDir, "--dry-run=client", "--namespace", "no-monitoring",
-		"--kube-version", kubeVersion,
-		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.podMonitor.enabled=true",
-		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.grafanaDashboard.enabled=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	notes := string(out)
-	for _, kind := range []string{"ServiceMonitor", "PodMonitor", "PrometheusRule"} {
-		if !strings.Contains(notes, "WARNING: metrics."+strings.ToLower(kind[:1])+kind[1:]+".enabled is true, but this cluster serves no monitoring.coreos.com/v1\n"+kind) {
-			t.Errorf("the notes do not warn that no %s was created:\n%s", kind, notes)
-		}
-		if strings.Contains(notes, "kind: "+kind) {
-			t.Errorf("a %s was rendered without its API", kind)
-		}
-	}
-	if !strings.Contains(notes, "kind: ConfigMap") {
-		t.Error("the dashboard ConfigMap does not depend on the monitoring API, yet it was not rendered")
-	}
-}
