@@ -26,6 +26,14 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 HELM_VERSION ?= v3.22.0
 HELM ?= $(LOCALBIN)/helm
 CHART ?= charts/kube-namesrv
+
+# promtool and bin/promql (hack/promql, the PromQL parser as a command) come
+# from one Prometheus release: hack/promql/go.mod pins it.
+PROMETHEUS_VERSION ?= $(shell awk '{for(i=1;i<NF;i++) if($$i=="github.com/prometheus/prometheus"){print $$(i+1); exit}}' hack/promql/go.mod)
+PROMTOOL ?= $(LOCALBIN)/promtool
+PROMQL ?= $(LOCALBIN)/promql
+# The alert rules; the chart carries a copy in files/ (make chart-rules).
+RULES ?= config/prometheus/namesrv-rules.yaml
 # Where `make image-binaries` puts the container image's binaries.
 IMAGE_BIN_DIR ?= $(LOCALBIN)/image
 
@@ -106,16 +114,50 @@ verify-chart-crds: chart-crds ## Fail when the chart's CRDs differ from the gene
 	@git diff --exit-code -- $(CHART)/crds && test -z "$$(git ls-files --others --exclude-standard -- $(CHART)/crds)" || \
 	  { echo "$(CHART)/crds is stale or uncommitted: run 'make chart-crds' and commit the result"; git status --short -- $(CHART)/crds; exit 1; }
 
+# The chart's PrometheusRule is made from a copy of the rules file, which
+# Helm can only read inside the chart.
+.PHONY: chart-rules
+chart-rules: ## Copy the alert rules into the Helm chart.
+	mkdir -p $(CHART)/files/prometheus
+	cp $(RULES) $(CHART)/files/prometheus/
+
+.PHONY: verify-chart-rules
+verify-chart-rules: chart-rules ## Fail when the chart's alert rules differ from config/prometheus.
+	@git diff --exit-code -- $(CHART)/files/prometheus && test -z "$$(git ls-files --others --exclude-standard -- $(CHART)/files/prometheus)" || \
+	  { echo "$(CHART)/files/prometheus is stale or uncommitted: run 'make chart-rules' and commit the result"; git status --short -- $(CHART)/files/prometheus; exit 1; }
+
+# test/install's API server serves the Prometheus Operator's PodMonitor,
+# ServiceMonitor and PrometheusRule, generated from the API types of the
+# module hack/monitoring-crds pins (the Prometheus Operator generates its own
+# CRDs the same way). Not part of `make test`: the results are committed.
+MONITORING_CRDS ?= podmonitors servicemonitors prometheusrules
+
+.PHONY: monitoring-crds
+monitoring-crds: $(CONTROLLER_GEN) ## Generate the Prometheus Operator CRDs of test/install/testdata/crds.
+	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && \
+	  (cd hack/monitoring-crds && $(CONTROLLER_GEN) crd paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir="$$out") && \
+	  for c in $(MONITORING_CRDS); do cp "$$out/monitoring.coreos.com_$$c.yaml" test/install/testdata/crds/; done
+
 ##@ Test
 
 .PHONY: test
-test: verify-generated verify-chart-crds check-fmt vet test-unit fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+test: verify-generated verify-chart-crds verify-chart-rules check-fmt vet test-rules test-unit fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
 
 .PHONY: test-unit
-# test/install needs helm and the image binaries; it fails (never skips) without them.
-test-unit: envtest-assets helm image-binaries
-	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
+# test/install needs helm and the image binaries, test/monitoring helm and
+# bin/promql; they fail (never skip) without them.
+test-unit: envtest-assets helm promql image-binaries
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) PROMQL=$(PROMQL) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
 	  $(GO) test -race -count=1 ./...
+
+# test/monitoring checks every expression's names against real scrapes; this
+# checks the rules themselves.
+.PHONY: test-rules
+test-rules: promtool ## Check the alert rules and the example Prometheus configuration, and run the rules' unit tests.
+	$(PROMTOOL) check rules --lint-fatal $(RULES)
+	$(PROMTOOL) check config --lint-fatal config/prometheus/prometheus.yaml
+	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
+	cd hack/promql && $(GO) test -count=1 ./...
 
 # `make test` runs a short broker churn soak with the other NameServer tests
 # (namesrv/soak_test.go); this one runs it for minutes with more brokers.
@@ -233,6 +275,23 @@ $(INDEXDB): | $(LOCALBIN)
 HELM_K8S_MINOR ?= $(shell awk '{for(i=1;i<NF;i++) if($$i=="k8s.io/kubernetes"){split($$(i+1),v,"."); print v[2]; exit}}' hack/envtest/k8s/go.mod)
 HELM_LDFLAGS = -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM_K8S_MINOR))
+
+# Phony with a version check inside, so a stale bin/promtool is replaced.
+# promtool prints its version without the v. remove_all_sd leaves out the
+# cloud service discoveries (and half the build); promtool keeps the
+# Kubernetes one, which config/prometheus/prometheus.yaml uses.
+.PHONY: promtool
+promtool: | $(LOCALBIN) ## Build promtool $(PROMETHEUS_VERSION) into bin/ from the Go module proxy when missing or another version.
+	@if ! $(PROMTOOL) --version 2>/dev/null | grep -qF "version $(PROMETHEUS_VERSION:v%=%) "; then \
+	  echo "building promtool $(PROMETHEUS_VERSION) into $(PROMTOOL) (minutes with an empty Go cache)"; \
+	  GOBIN=$(LOCALBIN) CGO_ENABLED=0 $(GO) install -trimpath -tags remove_all_sd \
+	    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION:v%=%)" \
+	    github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION); fi
+
+# go build is incremental: a no-op when nothing changed.
+.PHONY: promql
+promql: | $(LOCALBIN) ## Build bin/promql (hack/promql), which lists the names a PromQL expression uses.
+	CGO_ENABLED=0 $(GO) build -C hack/promql -trimpath -o $(PROMQL) .
 
 # Phony with a version check inside, so a stale bin/helm is replaced.
 .PHONY: helm

@@ -31,7 +31,7 @@ const release = "kube-namesrv"
 // monitoringAPI is what --api-versions tells helm template when the
 // cluster serves the Prometheus Operator's kinds; `helm install` finds the
 // same strings through discovery.
-var monitoringAPI = []string{"monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PodMonitor"}
+var monitoringAPI = []string{"monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PodMonitor", "monitoring.coreos.com/v1/PrometheusRule"}
 
 // renderArgs describe one helm run.
 type renderArgs struct {
@@ -260,6 +260,9 @@ func checkNamespaced(t *testing.T, objs []*unstructured.Unstructured) {
 	if nsc.Namespace != "team-a" || nsc.Name != "orders" || len(nsc.Spec.Publish.Targets) != 1 || nsc.Spec.Publish.Targets[0].Namespace != "team-b" {
 		t.Errorf("NameServerCluster %s/%s publishing to %+v", nsc.Namespace, nsc.Name, nsc.Spec.Publish.Targets)
 	}
+	if len(objectsOf(objs, "PrometheusRule"))+len(objectsOf(objs, "ConfigMap")) != 0 {
+		t.Error("alert rules or a dashboard are rendered although they are off")
+	}
 	pm := only(t, objs, "PodMonitor")
 	names, _, _ := unstructured.NestedStringSlice(pm.Object, "spec", "namespaceSelector", "matchNames")
 	if !reflect.DeepEqual(names, []string{"team-a", "team-b"}) {
@@ -367,11 +370,36 @@ func checkMonitors(t *testing.T, objs []*unstructured.Unstructured) {
 	if any, _, _ := unstructured.NestedBool(pm.Object, "spec", "namespaceSelector", "any"); !any {
 		t.Error("in cluster mode the PodMonitor must look in every namespace")
 	}
-	for _, m := range []*unstructured.Unstructured{sm, pm} {
+	// The labels the alert rules and the dashboard select by: the operator's
+	// own namespace and name labels, and the NameServerCluster of each pod.
+	if ep, ok := endpointsOf(sm, "endpoints"); !ok || ep["honorLabels"] != true {
+		t.Errorf("the ServiceMonitor endpoint %v does not keep the operator's namespace and name labels", ep)
+	}
+	if ep, ok := endpointsOf(pm, "podMetricsEndpoints"); !ok || !reflect.DeepEqual(ep["relabelings"], []any{map[string]any{
+		"action": "replace", "sourceLabels": []any{"__meta_kubernetes_pod_label_app_kubernetes_io_instance"}, "targetLabel": "nameservercluster",
+	}}) {
+		t.Errorf("the PodMonitor endpoint %v does not label series with their NameServerCluster", ep)
+	}
+	if selector := render.SelectorLabels(c); selector["app.kubernetes.io/instance"] != c.Name {
+		t.Errorf("NameServer pods' instance label is not their cluster's name: %v", selector)
+	}
+	for _, m := range []*unstructured.Unstructured{sm, pm, only(t, objs, "PrometheusRule")} {
 		if m.GetLabels()["release"] != "prometheus" {
 			t.Errorf("%s labels %v", describe(m), m.GetLabels())
 		}
 	}
+	checkAlertRules(t, only(t, objs, "PrometheusRule"), readValues(t, "monitoring-values.yaml"))
+	checkDashboard(t, only(t, objs, "ConfigMap"), readValues(t, "monitoring-values.yaml"))
+}
+
+// endpointsOf returns the only endpoint of a monitor.
+func endpointsOf(m *unstructured.Unstructured, field string) (map[string]any, bool) {
+	eps, _, _ := unstructured.NestedSlice(m.Object, "spec", field)
+	if len(eps) != 1 {
+		return nil, false
+	}
+	ep, ok := eps[0].(map[string]any)
+	return ep, ok
 }
 
 func checkNoMonitors(t *testing.T, objs []*unstructured.Unstructured) {
@@ -380,8 +408,8 @@ func checkNoMonitors(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("%s is rendered although the cluster does not serve its API", describe(o))
 		}
 	}
-	if len(objectsOf(objs, "Service")) != 1 {
-		t.Error("the metrics Service must not depend on the monitoring API")
+	if len(objectsOf(objs, "Service")) != 1 || len(objectsOf(objs, "ConfigMap")) != 1 {
+		t.Error("the metrics Service and the dashboard ConfigMap must not depend on the monitoring API")
 	}
 }
 
@@ -448,6 +476,18 @@ func TestValuesRejected(t *testing.T) {
 			[]string{schemaFailure, "at '/nameserver/tls/mode': value must be one of 'Permissive', 'Enforcing'"}},
 		{"PDB percentage above 100", []string{`nameserver.podDisruptionBudget={"maxUnavailable":"150%"}`}, []string{schemaFailure, "at '/nameserver/podDisruptionBudget/maxUnavailable'"}},
 		{"bad Service type", []string{`nameserver.service={"type":"External"}`}, []string{schemaFailure, "at '/nameserver/service/type': value must be one of 'ClusterIP', 'NodePort', 'LoadBalancer'"}},
+		{"alert that does not exist", []string{`metrics.prometheusRule={"enabled":true,"alerts":{"NamesrvDown":{"for":"5m"}}}`},
+			[]string{schemaFailure, "at '/metrics/prometheusRule/alerts': additional properties 'NamesrvDown' not allowed"}},
+		{"threshold of an alert that has none", []string{`metrics.prometheusRule={"enabled":true,"alerts":{"NamesrvNoServingPeer":{"threshold":1}}}`},
+			[]string{schemaFailure, "at '/metrics/prometheusRule/alerts/NamesrvNoServingPeer': additional properties 'threshold' not allowed"}},
+		{"alert duration that is not one", []string{`metrics.prometheusRule={"enabled":true,"alerts":{"NamesrvDrainStuck":{"for":"1 hour"}}}`},
+			[]string{schemaFailure, "at '/metrics/prometheusRule/alerts/NamesrvDrainStuck/for': '1 hour' does not match pattern"}},
+		{"threshold that is not a number", []string{`metrics.prometheusRule={"enabled":true,"alerts":{"NamesrvRouteLatencyHigh":{"threshold":"25ms"}}}`},
+			[]string{schemaFailure, "at '/metrics/prometheusRule/alerts/NamesrvRouteLatencyHigh/threshold': got string, want number"}},
+		{"runbook URL with an anchor", []string{`metrics.prometheusRule={"enabled":true,"runbookBaseURL":"https://wiki/runbooks#top"}`},
+			[]string{schemaFailure, "at '/metrics/prometheusRule/runbookBaseURL'", "does not match pattern"}},
+		{"dashboard sidecar label that is no label", []string{`metrics.grafanaDashboard={"enabled":true,"sidecarLabel":"grafana dashboard"}`},
+			[]string{schemaFailure, "at '/metrics/grafanaDashboard/sidecarLabel': 'grafana dashboard' does not match pattern"}},
 		// Rules across values, from templates/_validate.tpl.
 		{"several managers without a leader", []string{"replicaCount=2", `leaderElection={"enabled":false}`},
 			[]string{"replicaCount > 1 needs leaderElection.enabled=true"}},

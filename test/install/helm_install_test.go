@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +23,8 @@ func TestHelmInstall(t *testing.T) {
 	const rel, ns = "helm-real", "helm-install"
 	out, err := run(ctx, helmBin, "install", rel, chartDir, "--kubeconfig", adminKubeconfig,
 		"--namespace", ns, "--create-namespace",
-		"--set", "nameserver.enabled=true", "--set", "metrics.serviceMonitor.enabled=true")
+		"--set", "nameserver.enabled=true", "--set", "metrics.serviceMonitor.enabled=true",
+		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.grafanaDashboard.enabled=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +54,15 @@ func TestHelmInstall(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel}, &v1alpha1.NameServerCluster{}); err != nil {
 		t.Errorf("the NameServerCluster: %v", err)
 	}
-	sm := &unstructured.Unstructured{}
-	sm.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"})
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-kube-namesrv"}, sm); err != nil {
-		t.Errorf("the ServiceMonitor, which discovery should have enabled: %v", err)
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		m := &unstructured.Unstructured{}
+		m.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: kind})
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-kube-namesrv"}, m); err != nil {
+			t.Errorf("the %s, which discovery should have enabled: %v", kind, err)
+		}
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel + "-kube-namesrv-dashboard"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the dashboard ConfigMap: %v", err)
 	}
 
 	if _, err := run(ctx, helmBin, "uninstall", rel, "--kubeconfig", adminKubeconfig, "--namespace", ns, "--wait"); err != nil {

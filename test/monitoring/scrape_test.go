@@ -1,0 +1,428 @@
+package monitoring
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
+	"github.com/kube-namesrv/kube-namesrv/namesrv"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	nsconfig "github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+)
+
+// scrape is one /metrics answer, by metric family.
+type scrape map[string]*dto.MetricFamily
+
+func scrapeURL(t *testing.T, url string) scrape {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scraping %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scraping %s: %s %v", url, resp.Status, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s is not the Prometheus text format: %v", url, err)
+	}
+	return fams
+}
+
+// has tells whether a family has a series with the given label values.
+func (s scrape) has(name string, labels map[string]string) bool {
+	f := s[name]
+	if f == nil {
+		return false
+	}
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range labels {
+			match = match && got[k] == v
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// addTo records the scrape's series names, labels and label values as a
+// query sees them: a histogram is its _bucket (with le), _sum and _count
+// series, a summary its own (with quantile), _sum and _count. The scrape
+// configuration of kind (PodMonitor or ServiceMonitor) adds the labels
+// target to every series.
+func (s scrape) addTo(exposed map[string]*exposedMetric, kind string, target []string) {
+	add := func(name string, labels []*dto.LabelPair, extra ...string) {
+		m := exposed[name]
+		if m == nil {
+			m = &exposedMetric{values: map[string]map[string]bool{}, target: map[string]map[string]bool{}}
+			exposed[name] = m
+		}
+		for _, l := range target {
+			if m.target[l] == nil {
+				m.target[l] = map[string]bool{}
+			}
+			m.target[l][kind] = true
+		}
+		pairs := make([]string, 0, 2*len(labels)+len(extra))
+		for _, l := range labels {
+			pairs = append(pairs, l.GetName(), l.GetValue())
+		}
+		pairs = append(pairs, extra...)
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if m.values[pairs[i]] == nil {
+				m.values[pairs[i]] = map[string]bool{}
+			}
+			m.values[pairs[i]][pairs[i+1]] = true
+		}
+	}
+	for name, f := range s {
+		for _, m := range f.Metric {
+			switch f.GetType() {
+			case dto.MetricType_HISTOGRAM:
+				for _, b := range m.GetHistogram().GetBucket() {
+					add(name+"_bucket", m.Label, "le", fmt.Sprint(b.GetUpperBound()))
+				}
+				add(name+"_bucket", m.Label, "le", "+Inf")
+				add(name+"_sum", m.Label)
+				add(name+"_count", m.Label)
+			case dto.MetricType_SUMMARY:
+				for _, q := range m.GetSummary().GetQuantile() {
+					add(name, m.Label, "quantile", fmt.Sprint(q.GetQuantile()))
+				}
+				add(name+"_sum", m.Label)
+				add(name+"_count", m.Label)
+			default:
+				add(name, m.Label)
+			}
+		}
+	}
+}
+
+// scrapeNameServer runs a real NameServer with TLS on loopback, drives
+// what gives its series their label values (registrations, route queries
+// that succeed and that find no topic, an unregistration and an expiry),
+// and scrapes it.
+func scrapeNameServer(t *testing.T) scrape {
+	t.Helper()
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "monitoring-test-ca")
+	certPath, keyPath := ca.Server(t).Write(t, dir)
+	cfg := nsconfig.Default()
+	cfg.BindAddress = "127.0.0.1"
+	cfg.ListenPort = 0
+	cfg.KVConfigPath = filepath.Join(dir, "kvConfig.json")
+	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
+	cfg.TLSServerCertPath, cfg.TLSServerKeyPath = certPath, keyPath
+	cfg.ScanNotActiveBrokerInterval = 50
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("NameServer shutdown: %v", err)
+		}
+	})
+	ns := []string{s.Addr().String()}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	startBroker := func(c brokersim.Config) *brokersim.Broker {
+		b, err := brokersim.Start(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		for _, r := range b.Register(ctx, ns) {
+			if r.Err != nil || r.Response.Code != protocol.Success {
+				t.Fatalf("registering %s: %v %+v", c.Name, r.Err, r.Response)
+			}
+		}
+		return b
+	}
+	startBroker(brokersim.Config{Cluster: "c", Name: "stays", Topics: []body.TopicConfig{brokersim.Topic("orders", 4)}})
+	leaves := startBroker(brokersim.Config{Cluster: "c", Name: "leaves", Topics: []body.TopicConfig{brokersim.Topic("audit", 4)}})
+	startBroker(brokersim.Config{Cluster: "c", Name: "silent", Generation: body.Broker5, HeartbeatTimeoutMillis: 200,
+		// A 5.x broker's first registration carries more than one topic.
+		Topics: []body.TopicConfig{brokersim.Topic("silent", 1), brokersim.Topic("silent2", 1)}})
+
+	c, err := remotingclient.Dial(ctx, s.Addr().String(), remotingclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for topic, want := range map[string]int32{"orders": protocol.Success, "missing": protocol.TopicNotExist} {
+		r, err := c.Invoke(ctx, &remotingclient.Request{Code: protocol.GetRouteInfoByTopic, Ext: ext("topic", topic)})
+		if err != nil || r.Code != want {
+			t.Fatalf("route of %s: %v %+v, want code %d", topic, err, r, want)
+		}
+	}
+	if r, err := leaves.Unregister(ctx, ns[0]); err != nil || r.Code != protocol.Success {
+		t.Fatalf("unregister: %v %+v", err, r)
+	}
+	for s.Routes().Stats().Evictions[route.EvictExpired] == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the silent broker never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return scrapeURL(t, "http://"+s.HTTPAddr().String()+"/metrics")
+}
+
+func ext(kv ...string) []remoting.Pair {
+	var out []remoting.Pair
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, remoting.Pair{Key: kv[i], Value: kv[i+1]})
+	}
+	return out
+}
+
+// scrapeManager runs the operator's reconciler in a manager against a real
+// API server, creates a NameServerCluster with a spec it partly refuses
+// (a publish target in its own namespace), waits for its series, and
+// scrapes the manager's metrics endpoint.
+func scrapeManager(t *testing.T) scrape {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: this test needs kube-apiserver and etcd; run `make test`")
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(nil),
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The manager's own metrics server, on a free loopback port it reports.
+	srv, err := metricsserver.NewServer(metricsserver.Options{BindAddress: "127.0.0.1:0"}, cfg, mgr.GetHTTPClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(srv); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.NameServerClusterReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("kube-namesrv"),
+		Render:    render.Options{ClusterDomain: "cluster.local", DefaultImage: "kube-namesrv/kube-namesrv:v0.0.0-test"},
+		Clock:     clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("the manager did not stop within 30 s")
+		}
+	})
+
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	const ns, name = "apps", "orders"
+	if err := k8s.Create(wait, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	nsc := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	nsc.Spec.Replicas = ptr.To[int32](3)
+	nsc.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: ns}}
+	if err := k8s.Create(wait, nsc); err != nil {
+		t.Fatal(err)
+	}
+
+	addr := func() string { return srv.(interface{ GetBindAddr() string }).GetBindAddr() }
+	want := map[string]map[string]string{
+		"kube_namesrv_cluster_desired_peers":  {"namespace": ns, "name": name},
+		"kube_namesrv_cluster_refusals_total": {"namespace": ns, "name": name, "reason": "TargetRefused"},
+		"controller_runtime_reconcile_total":  {"controller": "nameservercluster", "result": "success"},
+	}
+	for {
+		if a := addr(); a != "" {
+			s := scrapeURL(t, "http://"+a+"/metrics")
+			missing := ""
+			for family, labels := range want {
+				if !s.has(family, labels) {
+					missing = fmt.Sprintf("%s%v", family, labels)
+				}
+			}
+			if missing == "" {
+				return s
+			}
+			if wait.Err() != nil {
+				t.Fatalf("the manager's metrics never showed %s", missing)
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the manager stopped: %v", err)
+		case <-wait.Done():
+			t.Fatal("the manager's metrics server never listened")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// monitorTargetLabels are the labels the Prometheus Operator gives every
+// series it scrapes for a PodMonitor or ServiceMonitor endpoint, before the
+// endpoint's own relabelings (its generated scrape configuration: the
+// target's namespace, pod, container, endpoint port name, job, and for a
+// ServiceMonitor the Service; Prometheus itself adds instance).
+var monitorTargetLabels = map[string][]string{
+	"PodMonitor":     {"namespace", "pod", "container", "endpoint", "job", "instance"},
+	"ServiceMonitor": {"namespace", "service", "pod", "container", "endpoint", "job", "instance"},
+}
+
+// chartTargetLabels renders the chart's PodMonitor and ServiceMonitor and
+// returns, for each kind, the target labels its series get: those of the
+// Prometheus Operator plus the targets of the endpoint's relabelings.
+func chartTargetLabels(t *testing.T) map[string][]string {
+	t.Helper()
+	helm := tool(t, "HELM", "the helm binary")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, helm, "template", "kube-namesrv", chartDir,
+		"--show-only", "templates/podmonitor.yaml", "--show-only", "templates/servicemonitor.yaml",
+		"--set", "metrics.podMonitor.enabled=true", "--set", "metrics.serviceMonitor.enabled=true",
+		"--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor")
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CACHE_HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_DATA_HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+	}
+	out := map[string][]string{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(&stdout, 4096)
+	for {
+		var m struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Endpoints           []endpoint `json:"endpoints"`
+				PodMetricsEndpoints []endpoint `json:"podMetricsEndpoints"`
+			} `json:"spec"`
+		}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("helm template printed what is not YAML: %v", err)
+		}
+		base, ok := monitorTargetLabels[m.Kind]
+		if !ok {
+			t.Fatalf("helm rendered a %q", m.Kind)
+		}
+		labels := append([]string(nil), base...)
+		for _, e := range append(m.Spec.Endpoints, m.Spec.PodMetricsEndpoints...) {
+			for _, r := range e.Relabelings {
+				if r.TargetLabel != "" && !strings.HasPrefix(r.TargetLabel, "__") {
+					labels = append(labels, r.TargetLabel)
+				}
+			}
+		}
+		out[m.Kind] = labels
+	}
+	if len(out) != 2 {
+		t.Fatalf("want a PodMonitor and a ServiceMonitor, got %v", out)
+	}
+	return out
+}
+
+type endpoint struct {
+	Relabelings []struct {
+		TargetLabel string `json:"targetLabel"`
+	} `json:"relabelings"`
+}
