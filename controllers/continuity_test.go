@@ -129,8 +129,12 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 3)))
 			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "grow").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
 		}, 5*time.Second).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_published_peers", map[string]string{"namespace": ns, "name": "grow"})).To(BeEquivalentTo(3))
-		Expect(metricValue("kube_namesrv_cluster_desired_peers", map[string]string{"namespace": ns, "name": "grow"})).To(BeEquivalentTo(3))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_published_peers", map[string]string{"namespace": ns, "name": "grow"})
+		}).Should(BeEquivalentTo(3))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_desired_peers", map[string]string{"namespace": ns, "name": "grow"})
+		}).Should(BeEquivalentTo(3))
 	})
 
 	It("reports a broker missing from one serving peer, naming both, and clears once it arrives", func() {
@@ -149,8 +153,12 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(cond.Message).To(ContainSubstring("broker DefaultCluster/broker-10.8.0.2:10911@10.8.0.2:10911 is missing from peer ap-1"))
 			g.Expect(eventReasons(g, ns, "ap")).To(ContainElement("Warning/RoutesInconsistent"))
 		}).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_routes_consistent", map[string]string{"namespace": ns, "name": "ap"})).To(BeEquivalentTo(0))
-		Expect(metricValue("kube_namesrv_peer_missing_brokers", map[string]string{"namespace": ns, "name": "ap", "peer": "ap-1"})).To(BeEquivalentTo(1))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_routes_consistent", map[string]string{"namespace": ns, "name": "ap"})
+		}).Should(BeEquivalentTo(0))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_peer_missing_brokers", map[string]string{"namespace": ns, "name": "ap", "peer": "ap-1"})
+		}).Should(BeEquivalentTo(1))
 
 		testPeers.edit(podIP(1), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{a, b} })
 		Eventually(func(g Gomega) {
@@ -158,7 +166,9 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(BeTrue())
 			g.Expect(eventReasons(g, ns, "ap")).To(ContainElement("Normal/RoutesConsistent"))
 		}, 5*time.Second).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_routes_consistent", map[string]string{"namespace": ns, "name": "ap"})).To(BeEquivalentTo(1))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_routes_consistent", map[string]string{"namespace": ns, "name": "ap"})
+		}).Should(BeEquivalentTo(1))
 	})
 
 	It("rolls one peer at a time, and only while every other listed peer serves", func() {
@@ -260,7 +270,9 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(cond.Message).To(ContainSubstring("pause-0, pause-1 run an outdated pod template"))
 			g.Expect(c.Status.UpdatedReplicas).To(BeEquivalentTo(0))
 		}).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_rollout_paused", map[string]string{"namespace": ns, "name": "pause"})).To(BeEquivalentTo(1))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_rollout_paused", map[string]string{"namespace": ns, "name": "pause"})
+		}).Should(BeEquivalentTo(1))
 		Consistently(func(g Gomega) {
 			g.Expect(podExists(g, ns, "pause-0")).To(BeTrue())
 			g.Expect(podExists(g, ns, "pause-1")).To(BeTrue())
@@ -286,7 +298,9 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(cond.Message).To(ContainSubstring("hold-0, which would remain, does not serve"))
 			g.Expect(eventReasons(g, ns, "hold")).To(ContainElement("Warning/" + v1alpha1.ReasonScaleDownHeld))
 		}).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_scale_down_held", map[string]string{"namespace": ns, "name": "hold"})).To(BeEquivalentTo(1))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_scale_down_held", map[string]string{"namespace": ns, "name": "hold"})
+		}).Should(BeEquivalentTo(1))
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "hold-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "hold", 3)))
 			g.Expect(statefulSetReplicas(g, ns, "hold")).To(BeEquivalentTo(3))

@@ -119,8 +119,12 @@ var _ = Describe("Declared KV config", func() {
 			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Message", "peer add-1: ORDER_TOPIC_CONFIG/TopicB: differs"))
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2), "a tolerated hand-made value kept a peer from clients")
 		}, 5*time.Second).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_kv_config_in_sync", map[string]string{"namespace": ns, "name": "add"})).To(BeEquivalentTo(0))
-		Expect(metricValue("kube_namesrv_peer_kv_drift_keys", map[string]string{"namespace": ns, "name": "add", "peer": "add-1"})).To(BeEquivalentTo(1))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_kv_config_in_sync", map[string]string{"namespace": ns, "name": "add"})
+		}).Should(BeEquivalentTo(0))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_peer_kv_drift_keys", map[string]string{"namespace": ns, "name": "add", "peer": "add-1"})
+		}).Should(BeEquivalentTo(1))
 		Consistently(func() int { return testPeers.get(podIP(1)).KVApplies }, 2*time.Second).Should(BeZero(), "Additive overwrote a hand-made value")
 	})
 })

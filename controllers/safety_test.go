@@ -97,8 +97,10 @@ var _ = Describe("Operator safety", func() {
 			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RefusalAPIServer)))
 			g.Expect(cond.Message).To(And(ContainSubstring("exceeded quota"), ContainSubstring("retrying with back-off")))
 		}).Should(Succeed())
-		Expect(metricValue("kube_namesrv_cluster_refusals_total", map[string]string{"namespace": ns, "name": "quota", "reason": v1alpha1.RefusalAPIServer})).
-			To(BeNumerically(">=", 1))
+		Eventually(func() float64 {
+			return metricValue("kube_namesrv_cluster_refusals_total", map[string]string{"namespace": ns, "name": "quota", "reason": v1alpha1.RefusalAPIServer})
+		}).
+			Should(BeNumerically(">=", 1))
 
 		By("raising the quota is enough: no event on the cluster is needed")
 		setQuota("50", "1")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -159,7 +158,10 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 
 // Every spec starts with no NameServer answering: fake peers are
 // registered by the specs that need them.
-var _ = BeforeEach(func() { testPeers.reset() })
+var _ = BeforeEach(func() {
+	testPeers.reset()
+	specNet++
+})
 
 var _ = AfterSuite(func() {
 	if stopManager != nil {
@@ -243,7 +245,12 @@ func peerList(ns, cluster string, n int) string {
 	return s
 }
 
-func podIP(ordinal int) string { return "10.1.0." + strconv.Itoa(ordinal+10) }
+// specNet numbers the specs: each gets pod IPs of its own, so that fake
+// peers registered by one spec never answer for the clusters that earlier
+// specs left running.
+var specNet int
+
+func podIP(ordinal int) string { return fmt.Sprintf("10.%d.0.%d", 1+specNet%250, ordinal+10) }
 
 // setPod plays the StatefulSet controller and the kubelet for one pod:
 // creates it when missing (at revision r1, listening on the default ports),
