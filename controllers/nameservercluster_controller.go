@@ -128,13 +128,14 @@ func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req 
 		// collected; the copies elsewhere are found by their labels.
 		metrics.Forget(req.Namespace, req.Name)
 		r.retries.forget(req.NamespacedName)
+		r.Peers.Forget(req.NamespacedName)
 		return ctrl.Result{}, r.deleteTargets(ctx, req.Namespace, req.Name, nil, nil)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Being deleted (a foreground delete keeps it while the garbage
 		// collector works): nothing is applied any more, and the copies it
 		// published elsewhere go now.
-		r.Peers.Forget(c.UID)
+		r.Peers.Forget(req.NamespacedName)
 		if err := r.deleteTargets(ctx, c.Namespace, c.Name, nil, c); err != nil {
 			return ctrl.Result{}, err
 		}

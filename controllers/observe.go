@@ -64,7 +64,7 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		}
 	}
 
-	o.state = r.Peers.State(c.UID)
+	o.state = r.Peers.State(client.ObjectKeyFromObject(c), c.UID)
 	fingerprint := publish.Fingerprint(o.peers)
 	due, next := o.state.Due(o.now, o.round, fingerprint)
 	if due {

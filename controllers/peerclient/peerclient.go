@@ -132,6 +132,8 @@ type Observer struct {
 
 	mu       sync.Mutex
 	clusters map[types.UID]*Cluster
+	// uids finds a cluster's state by name, for a cluster seen gone.
+	uids map[types.NamespacedName]types.UID
 }
 
 // Cluster is the observer's state of one cluster. The reconciler holds it
@@ -145,13 +147,19 @@ type Cluster struct {
 	Memory    routecheck.Memory
 }
 
-// State returns the state of a cluster, created empty on first use.
-func (o *Observer) State(uid types.UID) *Cluster {
+// State returns the state of a cluster, created empty on first use. A
+// cluster recreated under the same name is a new cluster: its UID differs.
+func (o *Observer) State(name types.NamespacedName, uid types.UID) *Cluster {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.clusters == nil {
 		o.clusters = map[types.UID]*Cluster{}
+		o.uids = map[types.NamespacedName]types.UID{}
 	}
+	if old, ok := o.uids[name]; ok && old != uid {
+		delete(o.clusters, old)
+	}
+	o.uids[name] = uid
 	c := o.clusters[uid]
 	if c == nil {
 		c = &Cluster{Peers: map[int32]routecheck.Observation{}}
@@ -160,11 +168,21 @@ func (o *Observer) State(uid types.UID) *Cluster {
 	return c
 }
 
-// Forget drops a deleted cluster's state.
-func (o *Observer) Forget(uid types.UID) {
+// Forget drops the state of a cluster that is gone or going.
+func (o *Observer) Forget(name types.NamespacedName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.clusters, uid)
+	if uid, ok := o.uids[name]; ok {
+		delete(o.clusters, uid)
+		delete(o.uids, name)
+	}
+}
+
+// Clusters counts the clusters the observer holds state for.
+func (o *Observer) Clusters() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.clusters)
 }
 
 // Due tells whether the peers should be read now, and otherwise when next.

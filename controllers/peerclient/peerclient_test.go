@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
 
@@ -126,7 +128,8 @@ func TestObserverCadence(t *testing.T) {
 	round := 30 * time.Second
 	fc := &fakeClient{}
 	o := &Observer{Client: fc}
-	c := o.State("uid-1")
+	name := types.NamespacedName{Namespace: "mq", Name: "ns1"}
+	c := o.State(name, "uid-1")
 	if due, _ := c.Due(t0, round, "f1"); !due {
 		t.Fatal("never read: not due")
 	}
@@ -150,11 +153,14 @@ func TestObserverCadence(t *testing.T) {
 	if due, _ := c.Due(t0.Add(round), round, "f1"); !due {
 		t.Error("a round later: not due")
 	}
-	if o.State("uid-1") != c {
+	if o.State(name, "uid-1") != c {
 		t.Error("State() returned a new state for the same cluster")
 	}
-	o.Forget("uid-1")
-	if o.State("uid-1") == c {
+	if o.State(name, "uid-2") == c || o.Clusters() != 1 {
+		t.Errorf("a cluster recreated under the same name shares or leaks state (%d held)", o.Clusters())
+	}
+	o.Forget(name)
+	if o.Clusters() != 0 {
 		t.Error("Forget() kept the state")
 	}
 }
