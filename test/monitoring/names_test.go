@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
 
 // expression is one PromQL expression of the rules or the dashboard.
@@ -222,8 +224,18 @@ func TestExpressionsNameOnlyWhatIsExposed(t *testing.T) {
 
 	targets := chartTargetLabels(t)
 	exposed := map[string]*exposedMetric{}
-	scrapeNameServer(t).addTo(exposed, "PodMonitor", targets["PodMonitor"])
-	scrapeManager(t).addTo(exposed, "ServiceMonitor", targets["ServiceMonitor"])
+	// One NameServer, run as the operator runs its peers, is both the
+	// NameServer scraped and the one peer of the cluster the manager
+	// reconciles: the manager opens its route gate, and only then do
+	// clients get routes from it.
+	declaredKV, err := render.KVFile(monitoredCluster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := startNameServer(t, declaredKV)
+	brokers := registerBrokers(t, ns)
+	scrapeManager(t, ns).addTo(exposed, "ServiceMonitor", targets["ServiceMonitor"])
+	scrapeNameServer(t, ns, brokers).addTo(exposed, "PodMonitor", targets["PodMonitor"])
 
 	used := map[string]bool{}
 	for i, e := range exprs {

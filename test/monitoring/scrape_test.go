@@ -151,11 +151,60 @@ func (s scrape) addTo(exposed map[string]*exposedMetric, kind string, target []s
 	}
 }
 
-// scrapeNameServer runs a real NameServer with TLS on loopback, drives
-// what gives its series their label values (registrations, route queries
-// that succeed and that find no topic, an unregistration and an expiry),
-// and scrapes it.
-func scrapeNameServer(t *testing.T) scrape {
+// value is the value of the first series of a family with the given label
+// values, and whether there is one.
+func (s scrape) value(name string, labels map[string]string) (float64, bool) {
+	f := s[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range labels {
+			match = match && got[k] == v
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// The NameServerCluster the manager reconciles, with one peer: the
+// NameServer this test runs, as the operator runs every NameServer (route
+// gate enabled, the declared-KV file rendered from spec.kvConfig).
+const (
+	clusterNamespace = "apps"
+	clusterName      = "orders"
+	// refusedName is a second cluster whose spec the operator partly
+	// refuses: a publish target in its own namespace.
+	refusedName = "refused"
+)
+
+func monitoredCluster() *v1alpha1.NameServerCluster {
+	c := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: clusterName}}
+	c.Spec.Replicas = ptr.To[int32](1)
+	c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "orders", Value: "stays:4"}}
+	c.Spec.KVConfigPolicy = v1alpha1.KVConfigOwned
+	return c
+}
+
+// startNameServer runs a real NameServer with TLS on loopback, its route
+// gate enabled (closed until a gate request opens it: the timeout is far
+// beyond the test's) and a declared-KV file.
+func startNameServer(t *testing.T, declaredKV []byte) *namesrv.Server {
 	t.Helper()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "monitoring-test-ca")
@@ -167,6 +216,11 @@ func scrapeNameServer(t *testing.T) scrape {
 	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
 	cfg.TLSServerCertPath, cfg.TLSServerKeyPath = certPath, keyPath
 	cfg.ScanNotActiveBrokerInterval = 50
+	cfg.RouteGateEnable, cfg.RouteGateTimeoutSeconds = true, 3600
+	cfg.KVDeclaredFile = filepath.Join(dir, "declared-kv.json")
+	if err := os.WriteFile(cfg.KVDeclaredFile, declaredKV, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	hl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -185,10 +239,22 @@ func scrapeNameServer(t *testing.T) scrape {
 			t.Errorf("NameServer shutdown: %v", err)
 		}
 	})
-	ns := []string{s.Addr().String()}
+	return s
+}
 
+// brokersOf are the brokers a test registers with its NameServer.
+type brokersOf struct {
+	stays, leaves, silent *brokersim.Broker
+}
+
+// registerBrokers registers three brokers while the NameServer's route gate
+// is closed (brokers are served at once), and has a client's route query
+// refused by the gate: its connection is closed instead of answered.
+func registerBrokers(t *testing.T, s *namesrv.Server) brokersOf {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	ns := []string{s.Addr().String()}
 	startBroker := func(c brokersim.Config) *brokersim.Broker {
 		b, err := brokersim.Start(c)
 		if err != nil {
@@ -202,12 +268,35 @@ func scrapeNameServer(t *testing.T) scrape {
 		}
 		return b
 	}
-	startBroker(brokersim.Config{Cluster: "c", Name: "stays", Topics: []body.TopicConfig{brokersim.Topic("orders", 4)}})
-	leaves := startBroker(brokersim.Config{Cluster: "c", Name: "leaves", Topics: []body.TopicConfig{brokersim.Topic("audit", 4)}})
-	startBroker(brokersim.Config{Cluster: "c", Name: "silent", Generation: body.Broker5, HeartbeatTimeoutMillis: 200,
+	var out brokersOf
+	out.stays = startBroker(brokersim.Config{Cluster: "c", Name: "stays", Topics: []body.TopicConfig{brokersim.Topic("orders", 4)}})
+	out.leaves = startBroker(brokersim.Config{Cluster: "c", Name: "leaves", Topics: []body.TopicConfig{brokersim.Topic("audit", 4)}})
+	out.silent = startBroker(brokersim.Config{Cluster: "c", Name: "silent", Generation: body.Broker5, HeartbeatTimeoutMillis: 200,
 		// A 5.x broker's first registration carries more than one topic.
 		Topics: []body.TopicConfig{brokersim.Topic("silent", 1), brokersim.Topic("silent2", 1)}})
 
+	if g := s.Summary().Gate; !g.Enabled || g.Open {
+		t.Fatalf("the route gate is not closed: %+v", g)
+	}
+	c, err := remotingclient.Dial(ctx, s.Addr().String(), remotingclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r, err := c.Invoke(ctx, &remotingclient.Request{Code: protocol.GetRouteInfoByTopic, Ext: ext("topic", "orders")}); err == nil {
+		t.Fatalf("a route query was answered while the gate is closed: %+v", r)
+	}
+	return out
+}
+
+// scrapeNameServer drives, once the operator opened the NameServer's gate,
+// what gives its other series their label values (route queries that
+// succeed and that find no topic, an unregistration and an expiry), and
+// scrapes it.
+func scrapeNameServer(t *testing.T, s *namesrv.Server, brokers brokersOf) scrape {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	c, err := remotingclient.Dial(ctx, s.Addr().String(), remotingclient.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +308,7 @@ func scrapeNameServer(t *testing.T) scrape {
 			t.Fatalf("route of %s: %v %+v, want code %d", topic, err, r, want)
 		}
 	}
-	if r, err := leaves.Unregister(ctx, ns[0]); err != nil || r.Code != protocol.Success {
+	if r, err := brokers.leaves.Unregister(ctx, s.Addr().String()); err != nil || r.Code != protocol.Success {
 		t.Fatalf("unregister: %v %+v", err, r)
 	}
 	for s.Routes().Stats().Evictions[route.EvictExpired] == 0 {
@@ -239,11 +328,30 @@ func ext(kv ...string) []remoting.Pair {
 	return out
 }
 
+// wantSeries is a series the manager's scrape must show; value nil means
+// any value.
+type wantSeries struct {
+	family string
+	labels map[string]string
+	value  *float64
+}
+
+func (w wantSeries) String() string {
+	if w.value == nil {
+		return fmt.Sprintf("%s%v", w.family, w.labels)
+	}
+	return fmt.Sprintf("%s%v = %v", w.family, w.labels, *w.value)
+}
+
 // scrapeManager runs the operator's reconciler in a manager against a real
-// API server, creates a NameServerCluster with a spec it partly refuses
-// (a publish target in its own namespace), waits for its series, and
-// scrapes the manager's metrics endpoint.
-func scrapeManager(t *testing.T) scrape {
+// API server and the NameServer s: it creates the monitored cluster and
+// plays the StatefulSet controller and the kubelet for its one pod (an IP
+// and the container ports of s; Ready once s's /readyz says so), so that
+// the operator reads s's route summary, opens its route gate, publishes it
+// and checks its declared KV config. A second cluster has a spec the
+// operator partly refuses. It waits for every operator series, per-peer
+// ones included, and scrapes the manager's metrics endpoint.
+func scrapeManager(t *testing.T, s *namesrv.Server) scrape {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: this test needs kube-apiserver and etcd; run `make test`")
@@ -284,6 +392,8 @@ func scrapeManager(t *testing.T) scrape {
 	if err := mgr.Add(srv); err != nil {
 		t.Fatal(err)
 	}
+	// Peers is left nil: the reconciler reads the NameServer over HTTP, as
+	// in production.
 	if err := (&controllers.NameServerClusterReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -314,34 +424,67 @@ func scrapeManager(t *testing.T) scrape {
 	}
 	wait, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	const ns, name = "apps", "orders"
-	if err := k8s.Create(wait, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := k8s.Create(wait, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	nsc := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	nsc.Spec.Replicas = ptr.To[int32](3)
-	nsc.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: ns}}
+	nsc := monitoredCluster()
 	if err := k8s.Create(wait, nsc); err != nil {
 		t.Fatal(err)
 	}
-
-	addr := func() string { return srv.(interface{ GetBindAddr() string }).GetBindAddr() }
-	want := map[string]map[string]string{
-		"kube_namesrv_cluster_desired_peers":  {"namespace": ns, "name": name},
-		"kube_namesrv_cluster_refusals_total": {"namespace": ns, "name": name, "reason": "TargetRefused"},
-		"controller_runtime_reconcile_total":  {"controller": "nameservercluster", "result": "success"},
+	refused := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: refusedName}}
+	refused.Spec.Replicas = ptr.To[int32](1)
+	refused.Spec.Publish.Targets = []v1alpha1.PublishTarget{{Namespace: clusterNamespace}}
+	if err := k8s.Create(wait, refused); err != nil {
+		t.Fatal(err)
 	}
+	pod := peerPod(wait, t, k8s, nsc, s)
+
+	one, zero := 1.0, 0.0
+	cluster := map[string]string{"namespace": clusterNamespace, "name": clusterName}
+	peer := map[string]string{"namespace": clusterNamespace, "name": clusterName, "peer": pod.Name}
+	want := []wantSeries{
+		{"kube_namesrv_cluster_desired_peers", cluster, &one},
+		{"kube_namesrv_cluster_ready_peers", cluster, &one},
+		{"kube_namesrv_cluster_published_peers", cluster, &one},
+		{"kube_namesrv_cluster_serving_peers", cluster, &one},
+		{"kube_namesrv_cluster_routes_consistent", cluster, &one},
+		{"kube_namesrv_cluster_kv_config_in_sync", cluster, &one},
+		{"kube_namesrv_cluster_outdated_peers", cluster, &zero},
+		{"kube_namesrv_cluster_rollout_in_progress", cluster, &zero},
+		{"kube_namesrv_cluster_rollout_paused", cluster, &zero},
+		{"kube_namesrv_cluster_drain_in_progress", cluster, &zero},
+		{"kube_namesrv_cluster_scale_down_held", cluster, &zero},
+		{"kube_namesrv_cluster_last_publish_timestamp_seconds", cluster, nil},
+		{"kube_namesrv_peer_reachable", peer, &one},
+		{"kube_namesrv_peer_missing_brokers", peer, &zero},
+		{"kube_namesrv_peer_kv_drift_keys", peer, &zero},
+		{"kube_namesrv_cluster_refusals_total", map[string]string{"namespace": clusterNamespace, "name": refusedName, "reason": v1alpha1.RefusalTarget}, nil},
+		{"controller_runtime_reconcile_total", map[string]string{"controller": "nameservercluster", "result": "success"}, nil},
+	}
+	addr := func() string { return srv.(interface{ GetBindAddr() string }).GetBindAddr() }
+	ready := false
 	for {
-		if a := addr(); a != "" {
-			s := scrapeURL(t, "http://"+a+"/metrics")
+		// The kubelet's readiness probe: the NameServer turns ready once
+		// its gate is open, which only the operator's gate request does.
+		if !ready && readyz(s) {
+			setPodReady(wait, t, k8s, pod)
+			ready = true
+		}
+		if a := addr(); a != "" && ready {
+			sc := scrapeURL(t, "http://"+a+"/metrics")
 			missing := ""
-			for family, labels := range want {
-				if !s.has(family, labels) {
-					missing = fmt.Sprintf("%s%v", family, labels)
+			for _, w := range want {
+				v, ok := sc.value(w.family, w.labels)
+				if !ok || w.value != nil && v != *w.value {
+					missing = w.String()
+					break
 				}
 			}
 			if missing == "" {
-				return s
+				if g := s.Summary().Gate; g.OpenedBy != "request" {
+					t.Fatalf("the NameServer's gate was not opened by the operator's request: %+v", g)
+				}
+				return sc
 			}
 			if wait.Err() != nil {
 				t.Fatalf("the manager's metrics never showed %s", missing)
@@ -351,10 +494,67 @@ func scrapeManager(t *testing.T) scrape {
 		case err := <-done:
 			t.Fatalf("the manager stopped: %v", err)
 		case <-wait.Done():
-			t.Fatal("the manager's metrics server never listened")
+			t.Fatalf("the peer never became ready (gate %+v) or the manager's metrics server never listened", s.Summary().Gate)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// peerPod plays the StatefulSet controller and the kubelet for the
+// cluster's pod 0: created from the StatefulSet's template labels with the
+// NameServer's ports, running at 127.0.0.1, not ready yet.
+func peerPod(ctx context.Context, t *testing.T, k8s client.Client, c *v1alpha1.NameServerCluster, s *namesrv.Server) *corev1.Pod {
+	t.Helper()
+	port := func(a net.Addr) int32 { return int32(a.(*net.TCPAddr).Port) }
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.PodName(c, 0), Labels: render.Labels(c)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: render.ContainerName, Image: "kube-namesrv/kube-namesrv:v0.0.0-test",
+			Ports: []corev1.ContainerPort{
+				{Name: render.RemotingPortName, ContainerPort: port(s.Addr())},
+				{Name: render.HTTPPortName, ContainerPort: port(s.HTTPAddr())},
+			},
+		}}},
+	}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}},
+	}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatalf("writing the status of pod %s: %v", pod.Name, err)
+	}
+	return pod
+}
+
+// setPodReady turns the pod's Ready condition True.
+func setPodReady(ctx context.Context, t *testing.T, k8s client.Client, pod *corev1.Pod) {
+	t.Helper()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatalf("making pod %s ready: %v", pod.Name, err)
+	}
+}
+
+// readyz tells whether the NameServer's readiness endpoint answers 200.
+func readyz(s *namesrv.Server) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.HTTPAddr().String()+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // monitorTargetLabels are the labels the Prometheus Operator gives every
