@@ -111,7 +111,9 @@ var _ = Describe("Declared KV config", func() {
 		}).Should(Succeed())
 		By("a value changed by hand on a published peer is reported and left alone")
 		testPeers.edit(podIP(1), func(p *fakePeer) {
-			p.KV = &peerstatus.KVStatus{Digest: digest, Policy: "Additive", Drift: []peerstatus.KVDrift{
+			// As a real NameServer reports it: in sync with Additive, the
+			// value listed as drift.
+			p.KV = &peerstatus.KVStatus{Digest: digest, Policy: "Additive", InSync: true, Drift: []peerstatus.KVDrift{
 				{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicB", Reason: peerstatus.DriftDiffers}}}
 		})
 		Eventually(func(g Gomega) {

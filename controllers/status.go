@@ -145,17 +145,17 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 			st.UpdatedReplicas++
 		}
 	}
-	everyInSync := len(o.peers) > 0
+	everySatisfied := len(o.peers) > 0
 	for ordinal := range o.peers {
-		if v := d.kv[ordinal]; !v.Known || !v.InSync {
-			everyInSync = false
+		if v := d.kv[ordinal]; !v.Known || !v.Satisfied {
+			everySatisfied = false
 		}
 	}
 	var declaredBefore, removedBefore []string
 	if k := c.Status.KVConfig; k != nil {
 		declaredBefore, removedBefore = k.Declared, k.Removed
 	}
-	declared, removed := kvcheck.Track(declaredBefore, removedBefore, render.DeclaredKVKeys(c), everyInSync)
+	declared, removed := kvcheck.Track(declaredBefore, removedBefore, render.DeclaredKVKeys(c), everySatisfied)
 	if len(declared) > 0 || len(removed) > 0 {
 		st.KVConfig = &v1alpha1.KVConfigStatus{Declared: declared, Removed: removed}
 	}

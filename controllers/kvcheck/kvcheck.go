@@ -29,8 +29,13 @@ type Verdict struct {
 	Known bool
 	// Delivered tells whether the peer read the current declaration.
 	Delivered bool
-	// InSync tells whether it holds it as the policy asks.
+	// InSync tells whether it holds exactly the declaration. A value
+	// changed by hand under Additive makes it false, so it is reported,
+	// although the NameServer counts it as in sync with its policy.
 	InSync bool
+	// Satisfied tells whether it holds the declaration as the policy asks:
+	// what the NameServer itself reports as in sync.
+	Satisfied bool
 	// Apply is set when the operator should ask the peer to apply the
 	// declaration again: it has the current file, is out of sync, and the
 	// policy lets the spec overwrite what it finds (Owned).
@@ -61,13 +66,17 @@ func Check(want string, policy string, peers map[int32]Peer) map[int32]Verdict {
 			v.Drift = []string{"the current declaration has not reached this peer yet (the kubelet refreshes mounted ConfigMaps within about a minute)"}
 		default:
 			v.Delivered = true
-			v.InSync = p.KV.InSync
+			// The peer's flag covers drift beyond the listed part; the list
+			// check keeps a peer that judged too leniently from serving.
+			v.Satisfied = p.KV.InSync && !slices.ContainsFunc(p.KV.Drift, func(d peerstatus.KVDrift) bool {
+				return policy == peerstatus.PolicyOwned || d.Reason != peerstatus.DriftDiffers
+			})
+			v.InSync = len(p.KV.Drift) == 0
 			for _, d := range p.KV.Drift {
 				v.Drift = append(v.Drift, fmt.Sprintf("%s/%s: %s", d.Namespace, d.Key, d.Reason))
 			}
-			v.Apply = !v.InSync && policy == peerstatus.PolicyOwned
-			v.Blocks = !v.InSync && (policy == peerstatus.PolicyOwned ||
-				slices.ContainsFunc(p.KV.Drift, func(d peerstatus.KVDrift) bool { return d.Reason != peerstatus.DriftDiffers }))
+			v.Apply = !v.Satisfied && policy == peerstatus.PolicyOwned
+			v.Blocks = !v.Satisfied
 		}
 		out[o] = v
 	}

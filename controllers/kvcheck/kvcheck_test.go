@@ -20,13 +20,18 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "unreadable", policy: peerstatus.PolicyOwned, peer: Peer{}, want: Verdict{}},
 		{name: "in sync", policy: peerstatus.PolicyOwned, peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, InSync: true}},
-			want: Verdict{Known: true, Delivered: true, InSync: true}},
+			want: Verdict{Known: true, Delivered: true, InSync: true, Satisfied: true}},
 		{name: "hand-made drift under Owned: apply again, no clients meanwhile", policy: peerstatus.PolicyOwned,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: drift}},
 			want: Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
+		{name: "hand-made drift under Owned on a peer that calls it in sync: still applied", policy: peerstatus.PolicyOwned,
+			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, InSync: true, Drift: drift}},
+			want: Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
+		// A NameServer under Additive counts a hand-made value as in sync
+		// with its policy; the operator still reports it.
 		{name: "hand-made drift under Additive: reported only, tolerated", policy: peerstatus.PolicyAdditive,
-			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: drift}},
-			want: Verdict{Known: true, Delivered: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
+			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, InSync: true, Drift: drift}},
+			want: Verdict{Known: true, Delivered: true, Satisfied: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
 		{name: "a missing declared key under Additive blocks", policy: peerstatus.PolicyAdditive,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: []peerstatus.KVDrift{{Namespace: "n", Key: "k", Reason: peerstatus.DriftMissing}}}},
 			want: Verdict{Known: true, Delivered: true, Blocks: true}, like: "n/k: missing"},
@@ -41,7 +46,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Check(want, tt.policy, map[int32]Peer{3: tt.peer})[3]
-			if got.Known != tt.want.Known || got.Delivered != tt.want.Delivered || got.InSync != tt.want.InSync || got.Apply != tt.want.Apply || got.Blocks != tt.want.Blocks {
+			if got.Known != tt.want.Known || got.Delivered != tt.want.Delivered || got.InSync != tt.want.InSync || got.Satisfied != tt.want.Satisfied || got.Apply != tt.want.Apply || got.Blocks != tt.want.Blocks {
 				t.Errorf("Check() = %+v, want %+v", got, tt.want)
 			}
 			if tt.like == "" && len(got.Drift) > 0 || tt.like != "" && !slices.ContainsFunc(got.Drift, func(d string) bool { return strings.Contains(d, tt.like) }) {

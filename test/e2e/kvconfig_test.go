@@ -221,4 +221,3 @@ func clusterEventReasons(ctx context.Context, t *testing.T, c nsc) []string {
 	}
 	return out
 }
-

@@ -213,7 +213,7 @@ func TestPreStopSleepComesBeforeSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	termed := filepath.Join(dir, "termed")
 	pod := testPod(corev1.RestartPolicyAlways, corev1.Container{
-		Command: []string{"/bin/sh", "-c", `trap 'date +%s%N > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, termed},
+		Command:   []string{"/bin/sh", "-c", `trap 'date +%s%N > "$0"; exit 0' TERM; while :; do sleep 0.05; done`, termed},
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}},
 	})
 	w := newTestWorker(t, pod)
