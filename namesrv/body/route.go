@@ -168,77 +168,17 @@ func appendStrings(dst []byte, list []string, d fjson.Dialect) []byte {
 	return append(dst, ']')
 }
 
-// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO.
-type ClusterInfo struct {
-	// Brokers is sorted by broker name.
-	Brokers []*BrokerData
-	// Clusters is sorted by cluster name, each with sorted broker names.
-	Clusters []ClusterMembers
-}
-
-// ClusterMembers is one entry of clusterAddrTable.
-type ClusterMembers struct {
-	Cluster     string
-	BrokerNames []string
-}
-
-// AppendClusterInfo writes a ClusterInfo in the legacy dialect, which Java
-// always uses for it (§2.4).
-func AppendClusterInfo(dst []byte, ci *ClusterInfo) []byte {
-	dst = append(dst, `{"brokerAddrTable":{`...)
-	for i := range ci.Brokers {
-		if i > 0 {
-			dst = append(dst, ',')
+// SortAddrs orders broker addresses by id.
+func SortAddrs(addrs []BrokerAddr) {
+	slices.SortFunc(addrs, func(a, b BrokerAddr) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
 		}
-		dst = fjson.AppendString(dst, ci.Brokers[i].BrokerName, fjson.Legacy)
-		dst = append(dst, ':')
-		dst = AppendBrokerData(dst, ci.Brokers[i], fjson.Legacy)
-	}
-	dst = append(dst, `},"clusterAddrTable":{`...)
-	for i, c := range ci.Clusters {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = fjson.AppendString(dst, c.Cluster, fjson.Legacy)
-		dst = append(dst, ':')
-		dst = appendStrings(dst, c.BrokerNames, fjson.Legacy)
-	}
-	return append(dst, "}}"...)
-}
-
-// AppendTopicList writes a TopicList; brokerAddr is omitted when empty.
-func AppendTopicList(dst []byte, topics []string, brokerAddr string) []byte {
-	dst = append(dst, '{')
-	if brokerAddr != "" {
-		dst = append(dst, `"brokerAddr":`...)
-		dst = fjson.AppendString(dst, brokerAddr, fjson.Legacy)
-		dst = append(dst, ',')
-	}
-	dst = append(dst, `"topicList":`...)
-	dst = appendStrings(dst, topics, fjson.Legacy)
-	return append(dst, '}')
-}
-
-// AppendBrokerMemberGroup writes the GET_BROKER_MEMBER_GROUP answer.
-func AppendBrokerMemberGroup(dst []byte, cluster, brokerName string, addrs []BrokerAddr) []byte {
-	dst = append(dst, `{"brokerMemberGroup":{"brokerAddrs":`...)
-	dst = appendAddrs(dst, addrs, fjson.Legacy)
-	dst = append(dst, `,"brokerName":`...)
-	dst = fjson.AppendString(dst, brokerName, fjson.Legacy)
-	dst = append(dst, `,"cluster":`...)
-	dst = fjson.AppendString(dst, cluster, fjson.Legacy)
-	return append(dst, "}}"...)
-}
-
-// AppendDataVersion writes a DataVersion.
-func AppendDataVersion(dst []byte, dv DataVersion) []byte {
-	dst = append(dst, `{"counter":`...)
-	dst = fjson.AppendInt(dst, dv.Counter)
-	dst = append(dst, `,"stateVersion":`...)
-	dst = fjson.AppendInt(dst, dv.StateVersion)
-	dst = append(dst, `,"timestamp":`...)
-	dst = fjson.AppendInt(dst, dv.Timestamp)
-	return append(dst, '}')
+		return strings.Compare(a.Addr, b.Addr)
+	})
 }
 
 // DecodeQueueDatas reads the queueDatas of a TopicRouteData body, which is
@@ -319,17 +259,4 @@ func readQueueData(r *fjson.Reader) (QueueData, error) {
 			return q, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-}
-
-// SortAddrs orders broker addresses by id.
-func SortAddrs(addrs []BrokerAddr) {
-	slices.SortFunc(addrs, func(a, b BrokerAddr) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return strings.Compare(a.Addr, b.Addr)
-	})
 }
