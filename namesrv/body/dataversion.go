@@ -25,44 +25,29 @@ func AppendDataVersion(dst []byte, dv DataVersion) []byte {
 	return append(dst, '}')
 }
 
-func readDataVersion(r *fjson.Reader) (DataVersion, error) {
+func readDataVersion(r *fjson.Reader) DataVersion {
 	var dv DataVersion
-	if err := r.BeginObject(); err != nil {
-		return dv, err
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil {
-			return dv, err
-		}
-		if !ok {
-			return dv, nil
-		}
+	for key := range r.Members() {
 		switch string(key) {
 		case "counter":
-			dv.Counter, err = r.Int64()
+			dv.Counter = r.Int64()
 		case "timestamp":
-			dv.Timestamp, err = r.Int64()
+			dv.Timestamp = r.Int64()
 		case "stateVersion":
-			dv.StateVersion, err = r.Int64()
+			dv.StateVersion = r.Int64()
 		default:
-			err = r.Skip()
-		}
-		if err != nil {
-			return dv, fmt.Errorf("%s: %w", key, err)
+			r.Skip()
 		}
 	}
+	return dv
 }
 
 // DecodeDataVersion decodes a DataVersion body (QUERY_DATA_VERSION).
 func DecodeDataVersion(data []byte) (DataVersion, error) {
 	r := fjson.NewReader(data)
-	dv, err := readDataVersion(r)
-	if err == nil {
-		err = r.End()
-	}
-	if err != nil {
-		return dv, fmt.Errorf("decode data version: %w", err)
+	dv := readDataVersion(r)
+	if err := r.End(); err != nil {
+		return DataVersion{}, fmt.Errorf("decode data version: %w", err)
 	}
 	return dv, nil
 }

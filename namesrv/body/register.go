@@ -71,10 +71,11 @@ func DecodeRegisterBody(data []byte, opts RegisterOptions) (*RegisterBody, error
 	}
 	if opts.Version < protocol.V3_0_11 {
 		r := fjson.NewReader(data)
-		if err := decodeWrapper(r, b); err != nil {
+		readWrapper(r, b)
+		if err := r.End(); err != nil {
 			return nil, fmt.Errorf("decode topic config wrapper: %w", err)
 		}
-		return b, r.End()
+		return b, nil
 	}
 	if opts.Compressed || data[0] == 0x78 {
 		if err := decodeCompressed(data, opts, b); err != nil {
@@ -82,72 +83,42 @@ func DecodeRegisterBody(data []byte, opts RegisterOptions) (*RegisterBody, error
 		}
 		return b, nil
 	}
-	if err := decodeJSONBody(data, b); err != nil {
+	r := fjson.NewReader(data)
+	for key := range r.Members() {
+		switch string(key) {
+		case "filterServerList":
+			b.FilterServers = readStringList(r)
+		case "topicConfigSerializeWrapper":
+			if !r.Null() {
+				readWrapper(r, b)
+			}
+		default:
+			r.Skip()
+		}
+	}
+	if err := r.End(); err != nil {
 		return nil, fmt.Errorf("decode register body: %w", err)
 	}
 	return b, nil
 }
 
-func decodeJSONBody(data []byte, b *RegisterBody) error {
-	r := fjson.NewReader(data)
-	if err := r.BeginObject(); err != nil {
-		return err
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		switch string(key) {
-		case "filterServerList":
-			b.FilterServers, err = readStringList(r)
-		case "topicConfigSerializeWrapper":
-			if !r.Null() {
-				err = decodeWrapper(r, b)
-			}
-		default:
-			err = r.Skip()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-	}
-	return r.End()
-}
-
-// decodeWrapper reads a TopicConfigSerializeWrapper (or its 5.x subclass with
+// readWrapper reads a TopicConfigSerializeWrapper (or its 5.x subclass with
 // static-topic mappings).
-func decodeWrapper(r *fjson.Reader, b *RegisterBody) error {
-	if err := r.BeginObject(); err != nil {
-		return err
-	}
+func readWrapper(r *fjson.Reader, b *RegisterBody) {
 	sawVersion := false
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
+	for key := range r.Members() {
 		switch string(key) {
 		case "dataVersion":
 			if !r.Null() {
 				sawVersion = true
-				b.DataVersion, err = readDataVersion(r)
+				b.DataVersion = readDataVersion(r)
 			}
 		case "topicConfigTable":
-			err = readTopicConfigTable(r, b, r.Size())
+			readTopicConfigTable(r, b)
 		case "topicQueueMappingInfoMap":
-			err = readMappingMap(r, b)
+			readMappingMap(r, b)
 		default:
-			err = r.Skip()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+			r.Skip()
 		}
 	}
 	if !sawVersion {
@@ -155,123 +126,83 @@ func decodeWrapper(r *fjson.Reader, b *RegisterBody) error {
 		// so such a body always counts as changed.
 		b.DataVersion = DataVersion{Timestamp: time.Now().UnixMilli()}
 	}
-	return nil
 }
 
-func readTopicConfigTable(r *fjson.Reader, b *RegisterBody, bodySize int) error {
+func readTopicConfigTable(r *fjson.Reader, b *RegisterBody) {
 	if r.Null() {
-		return nil
-	}
-	if err := r.BeginObject(); err != nil {
-		return err
+		return
 	}
 	// A topic config takes at least 150 bytes of JSON; sizing the slice
 	// from the body avoids regrowing it for brokers with many topics.
-	b.Topics = make([]TopicConfig, 0, bodySize/150+1)
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil || !ok {
-			return err
+	b.Topics = make([]TopicConfig, 0, r.Size()/150+1)
+	for key := range r.Members() {
+		if !r.Null() {
+			b.Topics = append(b.Topics, readTopicConfig(r, key))
 		}
-		if r.Null() {
-			continue
-		}
-		tc, err := readTopicConfig(r, key)
-		if err != nil {
-			return fmt.Errorf("topic %s: %w", key, err)
-		}
-		b.Topics = append(b.Topics, tc)
 	}
 }
 
-func readTopicConfig(r *fjson.Reader, key []byte) (TopicConfig, error) {
+// readTopicConfig reads the value of topicConfigTable's member key.
+func readTopicConfig(r *fjson.Reader, key []byte) TopicConfig {
 	tc := TopicConfig{ReadQueueNums: defaultQueueNums, WriteQueueNums: defaultQueueNums, Perm: defaultPerm}
-	if err := r.BeginObject(); err != nil {
-		return tc, err
-	}
-	for {
-		field, ok, err := r.NextKey()
-		if err != nil {
-			return tc, err
-		}
-		if !ok {
-			break
-		}
-		switch string(field) {
-		case "topicName":
-			var isNull bool
-			tc.Name, isNull, err = r.Scalar()
-			if isNull {
-				tc.Name = nil
-			}
-		case "readQueueNums":
-			tc.ReadQueueNums, err = r.Int32()
-		case "writeQueueNums":
-			tc.WriteQueueNums, err = r.Int32()
-		case "perm":
-			tc.Perm, err = r.Int32()
-		case "topicSysFlag", "topicSynFlag":
-			tc.TopicSysFlag, err = r.Int32()
-		default:
-			err = r.Skip()
-		}
-		if err != nil {
-			return tc, fmt.Errorf("%s: %w", field, err)
-		}
-	}
+	readQueueFields(r, "topicName", &tc)
 	if tc.Name == nil {
 		// Java would fail on a config without a name; the table key is
 		// the name by construction, so use it.
 		tc.Name = key
 	}
-	return tc, nil
+	return tc
 }
 
-func readStringList(r *fjson.Reader) ([]string, error) {
-	if r.Null() {
-		return nil, nil
-	}
-	if err := r.BeginArray(); err != nil {
-		return nil, err
-	}
-	list := []string{}
-	for {
-		more, err := r.More()
-		if err != nil || !more {
-			return list, err
-		}
-		s, isNull, err := r.Scalar()
-		if err != nil {
-			return nil, err
-		}
-		if !isNull {
-			list = append(list, string(s))
+// readQueueFields reads a broker's TopicConfig or a route's QueueData into
+// tc, which holds the defaults. The two share their queue fields and differ
+// in the member that names them: nameKey, read into tc.Name (null: nil).
+func readQueueFields(r *fjson.Reader, nameKey string, tc *TopicConfig) {
+	for field := range r.Members() {
+		switch string(field) {
+		case "readQueueNums":
+			tc.ReadQueueNums = r.Int32()
+		case "writeQueueNums":
+			tc.WriteQueueNums = r.Int32()
+		case "perm":
+			tc.Perm = r.Int32()
+		case "topicSysFlag", "topicSynFlag":
+			tc.TopicSysFlag = r.Int32()
+		default:
+			if string(field) == nameKey {
+				tc.Name, _ = r.Scalar()
+			} else {
+				r.Skip()
+			}
 		}
 	}
 }
 
-// readMappingMap reads topicQueueMappingInfoMap: topic -> TopicQueueMappingInfo.
-func readMappingMap(r *fjson.Reader, b *RegisterBody) error {
+// readStringList reads an array of strings; null yields nil, and null
+// elements are left out.
+func readStringList(r *fjson.Reader) []string {
 	if r.Null() {
 		return nil
 	}
-	if err := r.BeginObject(); err != nil {
-		return err
+	list := []string{}
+	for range r.Items() {
+		if s, isNull := r.Scalar(); !isNull {
+			list = append(list, string(s))
+		}
 	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil || !ok {
-			return err
-		}
+	return list
+}
+
+// readMappingMap reads topicQueueMappingInfoMap: topic -> TopicQueueMappingInfo.
+func readMappingMap(r *fjson.Reader, b *RegisterBody) {
+	if r.Null() {
+		return
+	}
+	for key := range r.Members() {
 		topic := string(key)
-		v, err := r.Value()
-		if err != nil {
-			return fmt.Errorf("mapping of %s: %w", topic, err)
+		if v, err := r.Value(); err == nil && v.Kind == fjson.Object {
+			b.Mappings = append(b.Mappings, MappingInfo{Topic: topic, BrokerName: memberText(&v, "bname"), Info: v})
 		}
-		if v.Kind != fjson.Object {
-			continue
-		}
-		b.Mappings = append(b.Mappings, MappingInfo{Topic: topic, BrokerName: memberText(&v, "bname"), Info: v})
 	}
 }
 

@@ -13,118 +13,139 @@ import (
 
 // decodeCompressed reads the zlib form of §2.3.2.
 func decodeCompressed(data []byte, opts RegisterOptions, b *RegisterBody) error {
-	limit := opts.MaxInflated
+	raw, err := inflate(data, opts.MaxInflated)
+	if err != nil {
+		return err
+	}
+	s := parts{data: raw}
+	b.DataVersion = s.dataVersion()
+	b.Topics = s.topicConfigs(s.count("topic configs"))
+	// Java logs an unreadable filter list and carries on with an empty one.
+	fl := fjson.NewReader(s.next("filter server list"))
+	if list := readStringList(fl); fl.Err() == nil && list != nil {
+		b.FilterServers = list
+	}
+	if opts.Version >= protocol.V5_0_0 {
+		b.Mappings = s.mappingInfos(s.count("mapping infos"))
+	}
+	return s.err
+}
+
+// inflate returns the inflated body, refusing one larger than limit
+// (DefaultMaxInflated when not positive).
+func inflate(data []byte, limit int) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultMaxInflated
 	}
 	zr, err := zlib.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("zlib: %w", err)
+		return nil, fmt.Errorf("zlib: %w", err)
 	}
 	// Topic lines compress about fivefold; start there to avoid most of
 	// the regrowth of reading into an empty buffer.
 	var out bytes.Buffer
 	out.Grow(min(limit+1, 6*len(data)+512))
 	if _, err := out.ReadFrom(io.LimitReader(zr, int64(limit)+1)); err != nil {
-		return fmt.Errorf("zlib: %w", err)
+		return nil, fmt.Errorf("zlib: %w", err)
 	}
-	raw := out.Bytes()
-	if len(raw) > limit {
-		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	if out.Len() > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
-	s := section{data: raw}
-	dv, err := s.next("data version")
-	if err != nil {
-		return err
-	}
-	if b.DataVersion, err = DecodeDataVersion(dv); err != nil {
-		return err
-	}
-	n, err := s.count("topic configs")
-	if err != nil {
-		return err
-	}
-	b.Topics = make([]TopicConfig, 0, n)
-	for i := range n {
-		line, err := s.next("topic config")
-		if err != nil {
-			return err
-		}
-		tc, err := parseTopicLine(line)
-		if err != nil {
-			return fmt.Errorf("topic config %d: %w", i, err)
-		}
-		b.Topics = append(b.Topics, tc)
-	}
-	fl, err := s.next("filter server list")
-	if err != nil {
-		return err
-	}
-	// Java logs an unreadable filter list and carries on with an empty one.
-	if list, err := readStringList(fjson.NewReader(fl)); err == nil && list != nil {
-		b.FilterServers = list
-	}
-	if opts.Version < protocol.V5_0_0 {
-		return nil
-	}
-	m, err := s.count("mapping infos")
-	if err != nil {
-		return err
-	}
-	for range m {
-		js, err := s.next("mapping info")
-		if err != nil {
-			return err
-		}
-		v, err := fjson.NewReader(js).Value()
-		if err != nil {
-			return fmt.Errorf("mapping info: %w", err)
-		}
-		b.Mappings = append(b.Mappings, MappingInfo{Topic: memberText(&v, "topic"), BrokerName: memberText(&v, "bname"), Info: v})
-	}
-	return nil
+	return out.Bytes(), nil
 }
 
-// section walks the length-prefixed parts of an inflated body.
-type section struct {
+// parts walks the length-prefixed parts of an inflated body. Like
+// fjson.Reader it keeps its first error: after it, every read yields a zero
+// value.
+type parts struct {
 	data []byte
 	pos  int
+	err  error
 }
 
-func (s *section) int32(what string) (int, error) {
+func (s *parts) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+	s.pos = len(s.data)
+}
+
+func (s *parts) int32(what string) int {
 	if len(s.data)-s.pos < 4 {
-		return 0, fmt.Errorf("truncated before the length of the %s", what)
+		s.fail(fmt.Errorf("truncated before the length of the %s", what))
+		return 0
 	}
 	v := int(int32(binary.BigEndian.Uint32(s.data[s.pos:])))
 	s.pos += 4
-	return v, nil
+	return v
 }
 
-func (s *section) next(what string) ([]byte, error) {
-	n, err := s.int32(what)
-	if err != nil {
-		return nil, err
+// next returns the next length-prefixed part.
+func (s *parts) next(what string) []byte {
+	n := s.int32(what)
+	if s.err != nil {
+		return nil
 	}
 	if n < 0 || n > len(s.data)-s.pos {
-		return nil, fmt.Errorf("%s length %d exceeds the %d bytes left", what, n, len(s.data)-s.pos)
+		s.fail(fmt.Errorf("%s length %d exceeds the %d bytes left", what, n, len(s.data)-s.pos))
+		return nil
 	}
 	b := s.data[s.pos : s.pos+n]
 	s.pos += n
-	return b, nil
+	return b
 }
 
 // count reads an element count, checking it against the bytes left (each
 // element takes at least its 4-byte length) so a forged count cannot make
 // us allocate more than the body could hold.
-func (s *section) count(what string) (int, error) {
-	n, err := s.int32(what)
-	if err != nil {
-		return 0, err
+func (s *parts) count(what string) int {
+	n := s.int32(what)
+	if s.err != nil {
+		return 0
 	}
 	if n < 0 || n > (len(s.data)-s.pos)/4 {
-		return 0, fmt.Errorf("%s count %d is impossible with %d bytes left", what, n, len(s.data)-s.pos)
+		s.fail(fmt.Errorf("%s count %d is impossible with %d bytes left", what, n, len(s.data)-s.pos))
+		return 0
 	}
-	return n, nil
+	return n
+}
+
+func (s *parts) dataVersion() DataVersion {
+	part := s.next("data version")
+	if s.err != nil {
+		return DataVersion{}
+	}
+	dv, err := DecodeDataVersion(part)
+	if err != nil {
+		s.fail(err)
+	}
+	return dv
+}
+
+// topicConfigs reads n topic config lines.
+func (s *parts) topicConfigs(n int) []TopicConfig {
+	out := make([]TopicConfig, 0, n)
+	for i := 0; i < n && s.err == nil; i++ {
+		tc, err := parseTopicLine(s.next("topic config"))
+		if err != nil {
+			s.fail(fmt.Errorf("topic config %d: %w", i, err))
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+// mappingInfos reads n TopicQueueMappingInfo documents.
+func (s *parts) mappingInfos(n int) []MappingInfo {
+	var out []MappingInfo
+	for i := 0; i < n && s.err == nil; i++ {
+		v, err := fjson.NewReader(s.next("mapping info")).Value()
+		if err != nil {
+			s.fail(fmt.Errorf("mapping info: %w", err))
+		}
+		out = append(out, MappingInfo{Topic: memberText(&v, "topic"), BrokerName: memberText(&v, "bname"), Info: v})
+	}
+	return out
 }
 
 // parseTopicLine parses "name read write perm filterType [attributes]",

@@ -186,77 +186,20 @@ func SortAddrs(addrs []BrokerAddr) {
 func DecodeQueueDatas(data []byte) ([]QueueData, error) {
 	r := fjson.NewReader(data)
 	var out []QueueData
-	err := func() error {
-		if err := r.BeginObject(); err != nil {
-			return err
+	for key := range r.Members() {
+		if string(key) != "queueDatas" || r.Null() {
+			r.Skip()
+			continue
 		}
-		for {
-			key, ok, err := r.NextKey()
-			if err != nil || !ok {
-				return err
-			}
-			if string(key) != "queueDatas" || r.Null() {
-				if err := r.Skip(); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := r.BeginArray(); err != nil {
-				return err
-			}
-			for {
-				more, err := r.More()
-				if err != nil {
-					return err
-				}
-				if !more {
-					break
-				}
-				q, err := readQueueData(r)
-				if err != nil {
-					return err
-				}
-				out = append(out, q)
-			}
+		for range r.Items() {
+			var q TopicConfig
+			readQueueFields(r, "brokerName", &q)
+			out = append(out, QueueData{BrokerName: string(q.Name), ReadQueueNums: q.ReadQueueNums,
+				WriteQueueNums: q.WriteQueueNums, Perm: q.Perm, TopicSysFlag: q.TopicSysFlag})
 		}
-	}()
-	if err == nil {
-		err = r.End()
 	}
-	if err != nil {
+	if err := r.End(); err != nil {
 		return nil, fmt.Errorf("decode topic route data: %w", err)
 	}
 	return out, nil
-}
-
-func readQueueData(r *fjson.Reader) (QueueData, error) {
-	var q QueueData
-	if err := r.BeginObject(); err != nil {
-		return q, err
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil || !ok {
-			return q, err
-		}
-		switch string(key) {
-		case "brokerName":
-			var s []byte
-			s, _, err = r.Scalar()
-			q.BrokerName = string(s)
-		case "readQueueNums":
-			q.ReadQueueNums, err = r.Int32()
-		case "writeQueueNums":
-			q.WriteQueueNums, err = r.Int32()
-		case "perm":
-			q.Perm, err = r.Int32()
-		case "topicSysFlag", "topicSynFlag":
-			q.TopicSysFlag, err = r.Int32()
-		default:
-			err = r.Skip()
-		}
-		if err != nil {
-			return q, fmt.Errorf("%s: %w", key, err)
-		}
-	}
 }

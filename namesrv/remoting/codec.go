@@ -68,41 +68,24 @@ func (d *Decoder) Decode(frame []byte, cmd *Command) error {
 func (d *Decoder) decodeJSON(header []byte, cmd *Command) error {
 	r := &d.json
 	r.Reset(header)
-	if err := r.BeginObject(); err != nil {
-		return malformed("JSON header: %v", err)
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil {
-			return malformed("JSON header: %v", err)
-		}
-		if !ok {
-			break
-		}
+	for key := range r.Members() {
 		switch string(key) {
 		case "code":
-			cmd.Code, err = r.Int32()
+			cmd.Code = r.Int32()
 		case "version":
-			cmd.Version, err = r.Int32()
+			cmd.Version = r.Int32()
 		case "opaque":
-			cmd.Opaque, err = r.Int32()
+			cmd.Opaque = r.Int32()
 		case "flag":
-			cmd.Flag, err = r.Int32()
+			cmd.Flag = r.Int32()
 		case "remark":
-			var isNull bool
-			cmd.Remark, isNull, err = r.Scalar()
-			if isNull {
-				cmd.Remark = nil
-			}
+			cmd.Remark, _ = r.Scalar()
 		case "extFields":
-			err = d.decodeExt(cmd)
+			d.decodeExt(cmd)
 		default:
 			// language, serializeTypeCurrentRPC and whatever else a sender
 			// adds carry nothing the server needs.
-			err = r.Skip()
-		}
-		if err != nil {
-			return malformed("JSON header field %q: %v", key, err)
+			r.Skip()
 		}
 	}
 	if err := r.End(); err != nil {
@@ -114,29 +97,19 @@ func (d *Decoder) decodeJSON(header []byte, cmd *Command) error {
 // decodeExt reads extFields the way fastjson fills a HashMap<String,String>:
 // numbers and booleans become their text, null means absent, and a nested
 // object or array is kept as its JSON text.
-func (d *Decoder) decodeExt(cmd *Command) error {
+func (d *Decoder) decodeExt(cmd *Command) {
 	r := &d.json
 	if r.Null() {
-		return nil
+		return
 	}
-	if err := r.BeginObject(); err != nil {
-		return err
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil || !ok {
-			return err
-		}
+	for key := range r.Members() {
 		var val []byte
 		isNull := false
 		switch r.Peek() {
 		case '{', '[':
-			val, err = r.Raw()
+			val = r.Raw()
 		default:
-			val, isNull, err = r.Scalar()
-		}
-		if err != nil {
-			return err
+			val, isNull = r.Scalar()
 		}
 		if !isNull {
 			cmd.Ext = append(cmd.Ext, ExtField{Key: key, Value: val})
