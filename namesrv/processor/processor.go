@@ -83,8 +83,23 @@ const (
 	remarkProperties    = "string2Properties error"
 )
 
+// conn is what the processor uses of a connection: *remoting.Conn, whose
+// closing (as a route.Channel) cuts off an expired broker.
+type conn interface {
+	route.Channel
+	RemoteAddr() string
+	// Mark and Marked remember that the connection carried a broker's
+	// request.
+	Mark()
+	Marked() bool
+}
+
 // Serve implements remoting.Handler.
 func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) {
+	p.serve(c, req, resp)
+}
+
+func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response) {
 	var err error
 	switch req.Code {
 	case protocol.GetRouteInfoByTopic:
@@ -186,7 +201,7 @@ func unitFilter(code int32) route.UnitFilter {
 // asks another NameServer. Connections that carried a broker request
 // (marked) are always served: closing one would evict its broker, and a
 // broker's own route queries go over the connection it registers on.
-func (p *Processor) gated(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) bool {
+func (p *Processor) gated(c conn, req *remoting.Command, resp *remoting.Response) bool {
 	if !p.gate.Closed() || c.Marked() {
 		return false
 	}
@@ -240,7 +255,7 @@ func (p *Processor) routeInfo(req *remoting.Command, resp *remoting.Response) {
 	resp.Remark = append(resp.Remark, remarkNoRouteSuffix...)
 }
 
-func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) error {
+func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting.Response) error {
 	// Java builds the answer with its header class first, so every answer
 	// to a registration, even a refusal, carries "extFields":{}.
 	resp.HasExt = true
