@@ -252,6 +252,16 @@ func TestDecodeQueueDatas(t *testing.T) {
 	}
 }
 
+// TestDecodeQueueDatasNull: Java reads "queueDatas":null as no queue data
+// (REGISTER_TOPIC_IN_NAMESRV then changes nothing and answers SUCCESS).
+func TestDecodeQueueDatasNull(t *testing.T) {
+	for _, in := range []string{`{"queueDatas":null}`, `{"brokerDatas":[],"queueDatas":null,"filterServerTable":{}}`, `{}`} {
+		if qs, err := DecodeQueueDatas([]byte(in)); err != nil || len(qs) != 0 {
+			t.Errorf("%s: %v %v", in, qs, err)
+		}
+	}
+}
+
 // FuzzDecodeRegisterBody feeds arbitrary bodies, plain and compressed: the
 // decoder must return a body or an error, never panic or blow up memory.
 func FuzzDecodeRegisterBody(f *testing.F) {

@@ -187,8 +187,11 @@ func DecodeQueueDatas(data []byte) ([]QueueData, error) {
 	r := fjson.NewReader(data)
 	var out []QueueData
 	for key := range r.Members() {
-		if string(key) != "queueDatas" || r.Null() {
+		switch {
+		case string(key) != "queueDatas":
 			r.Skip()
+			continue
+		case r.Null():
 			continue
 		}
 		for range r.Items() {
