@@ -2,7 +2,6 @@ package remoting
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -130,19 +129,22 @@ func (c *Conn) armRead(deadline time.Time) bool {
 
 // connLoop holds the per-connection state of the read-process-write loop.
 type connLoop struct {
-	c    *Conn
-	br   *bufio.Reader
-	w    io.Writer // c.nc, or the TLS connection over it
-	dec  Decoder
-	cmd  Command
-	resp Response
-	out  []byte
-	big  []byte
+	c      *Conn
+	br     *bufio.Reader
+	frames *FrameReader
+	w      io.Writer // c.nc, or the TLS connection over it
+	dec    Decoder
+	cmd    Command
+	resp   Response
+	out    []byte
 	// unwritten counts the answers in out.
 	unwritten int
 	// frameDeadline is when the frame that has begun to arrive must be
 	// complete; zero between frames.
 	frameDeadline time.Time
+	// inFrame tells what the last blocking read waited for: the rest of a
+	// frame (true) or the first byte of the next one.
+	inFrame bool
 	// framed is set once the first frame was read.
 	framed bool
 }
@@ -150,11 +152,10 @@ type connLoop struct {
 func (c *Conn) serve() {
 	s := c.srv
 	l := &connLoop{c: c, br: bufio.NewReaderSize(c.nc, s.cfg.ReadBufferSize), w: c.nc}
-	reason, ok := l.negotiate()
-	if ok {
-		reason = l.run()
-	}
-	c.setReason(reason)
+	l.frames = NewFrameReader(l.br, s.cfg.FrameMaxLength)
+	l.frames.Buffers = &s.largeFrames
+	l.frames.BeforeRead = l.beforeRead
+	c.setReason(l.run())
 	c.nc.Close()
 	s.handler.Closed(c)
 	if !c.internal {
@@ -163,170 +164,98 @@ func (c *Conn) serve() {
 	s.untrack(c)
 }
 
-// run reads frames until the connection ends and returns why it ended.
+// run serves the connection until it must close, and returns why. It is
+// the one place the loop ends: each step returns "" to go on or the reason
+// to stop, and the answers already due go out before the connection closes.
 func (l *connLoop) run() CloseReason {
-	s := l.c.srv
-	maxTotal := s.cfg.FrameMaxLength - 4
-	for {
-		if l.br.Buffered() < 4 {
-			if reason, ok := l.fill(4); !ok {
-				return reason
-			}
-		}
-		head, _ := l.br.Peek(4)
-		total := int(int32(binary.BigEndian.Uint32(head)))
-		if total < 4 || total > maxTotal {
-			return l.badLength(head[0], total, maxTotal)
-		}
-		frame, buffered, reason, ok := l.readFrame(total)
-		if !ok {
-			return reason
-		}
-		l.frameDeadline = time.Time{}
-		l.framed = true
-		if err := l.dec.Decode(frame, &l.cmd); err != nil {
-			l.flush()
-			s.warn(string(ClosedMalformed), l.c.remote, "closing connection: malformed frame", "err", err)
-			return ClosedMalformed
-		}
-		closeReason := l.handle()
-		if buffered {
-			l.br.Discard(4 + total)
-		} else {
-			big := l.big
-			l.big = nil
-			s.largeFrames.Put(&big)
-		}
-		if closeReason != "" {
-			// The answers already due on the connection go out first.
-			l.flush()
-			return closeReason
-		}
-		if l.unwritten >= s.cfg.MaxInflight {
-			s.obs.LimitHit(LimitMaxInflight)
-			if reason, ok := l.flush(); !ok {
-				return reason
-			}
-		} else if len(l.out) >= flushThreshold {
-			if reason, ok := l.flush(); !ok {
-				return reason
-			}
-		}
+	reason := l.negotiate()
+	for reason == "" {
+		reason = l.next()
 	}
-}
-
-// badLength handles a length word outside [4, maxTotal]: like Java, the
-// connection closes without an answer.
-func (l *connLoop) badLength(first byte, total, maxTotal int) CloseReason {
-	s := l.c.srv
 	l.flush()
-	if !l.framed && first == tlsHandshakeRecord {
-		s.warn(string(ClosedTLSRefused), l.c.remote,
-			"closing connection: TLS handshake, but TLS is off (tls.server.mode=disabled or no certificate)")
-		return ClosedTLSRefused
-	}
-	if total > maxTotal {
-		s.violation(LimitFrameMaxLength, l.c.remote, "closing connection: frame larger than frameMaxLength",
-			"length", total, "max", maxTotal)
-		return ClosedTooLarge
-	}
-	s.warn(string(ClosedMalformed), l.c.remote, "closing connection: bad frame length", "length", total)
-	return ClosedMalformed
+	return reason
 }
 
-// fill blocks until n bytes (at most the buffer size) are buffered, after
-// writing the pending answers, which the client may be waiting for. Waiting
-// for the first byte of a frame is idleness and ends at the idle timeout;
-// once a frame has begun, the rest must arrive by the frame's deadline,
-// however slowly it trickles in.
-func (l *connLoop) fill(n int) (CloseReason, bool) {
-	if reason, ok := l.flush(); !ok {
-		return reason, false
-	}
-	if l.br.Buffered() == 0 {
-		var idle time.Time
-		if t := l.c.srv.cfg.IdleTimeout; t > 0 {
-			idle = time.Now().Add(t)
-		}
-		if !l.c.armRead(idle) {
-			return ClosedByServer, false
-		}
-		if _, err := l.br.Peek(1); err != nil {
-			return l.readFailed(err, false), false
-		}
-		if l.br.Buffered() >= n {
-			return "", true
-		}
-	}
-	if !l.armFrame() {
-		return ClosedByServer, false
-	}
-	if _, err := l.br.Peek(n); err != nil {
-		return l.readFailed(err, true), false
-	}
-	return "", true
-}
-
-// armFrame sets the deadline of the frame that has begun, starting its
-// clock on the first call for the frame.
-func (l *connLoop) armFrame() bool {
+// next reads one frame and serves it, writing the answers due when enough
+// have accumulated.
+func (l *connLoop) next() CloseReason {
 	s := l.c.srv
-	if s.cfg.ReadTimeout < 0 {
-		var idle time.Time
-		if s.cfg.IdleTimeout > 0 {
-			idle = time.Now().Add(s.cfg.IdleTimeout)
-		}
-		return l.c.armRead(idle)
+	frame, err := l.frames.Next()
+	if err != nil {
+		return l.readFailed(err)
 	}
-	if l.frameDeadline.IsZero() {
-		l.frameDeadline = time.Now().Add(s.cfg.ReadTimeout)
+	l.frameDeadline = time.Time{}
+	l.framed = true
+	if err := l.dec.Decode(frame, &l.cmd); err != nil {
+		s.warn(string(ClosedMalformed), l.c.remote, "closing connection: malformed frame", "err", err)
+		return ClosedMalformed
 	}
-	return l.c.armRead(l.frameDeadline)
-}
-
-// readFrame returns the frame after the length word. Frames that fit the
-// read buffer are used in place (buffered is true: the caller discards them
-// once handled); larger ones are read into a buffer of their own.
-func (l *connLoop) readFrame(total int) (frame []byte, buffered bool, reason CloseReason, ok bool) {
-	n := 4 + total
-	if n <= l.br.Size() {
-		if l.br.Buffered() < n {
-			if reason, ok := l.fill(n); !ok {
-				return nil, false, reason, false
-			}
-		}
-		b, _ := l.br.Peek(n)
-		return b[4:], true, "", true
-	}
-	l.br.Discard(4)
-	if p, ok := l.c.srv.largeFrames.Get().(*[]byte); ok && cap(*p) >= total {
-		l.big = *p
-	} else {
-		l.big = make([]byte, total)
-	}
-	buf := l.big[:total]
-	if reason, ok := l.flush(); !ok {
-		return nil, false, reason, false
-	}
-	if !l.armFrame() {
-		return nil, false, ClosedByServer, false
-	}
-	if _, err := io.ReadFull(l.br, buf); err != nil {
-		return nil, false, l.readFailed(err, true), false
-	}
-	return buf, false, "", true
-}
-
-// readFailed classifies a failed read; inFrame tells a stalled frame from
-// an idle connection.
-func (l *connLoop) readFailed(err error, inFrame bool) CloseReason {
-	c, s := l.c, l.c.srv
+	reason := l.handle()
+	l.frames.Release()
 	switch {
+	case reason != "":
+		return reason
+	case l.unwritten >= s.cfg.MaxInflight:
+		s.obs.LimitHit(LimitMaxInflight)
+		return l.flush()
+	case len(l.out) >= flushThreshold:
+		return l.flush()
+	}
+	return ""
+}
+
+// stopRead is what beforeRead returns to stop the frame reader, with the
+// reason the connection closes.
+type stopRead struct{ reason CloseReason }
+
+func (e *stopRead) Error() string { return "connection closing: " + string(e.reason) }
+
+// beforeRead runs before the frame reader blocks. The pending answers go
+// out first, since the client may be waiting for them; then the read gets
+// its deadline: the idle timeout while no byte of the next frame has
+// arrived, the frame's own deadline once it has begun.
+func (l *connLoop) beforeRead(begun bool) error {
+	l.inFrame = begun
+	if reason := l.flush(); reason != "" {
+		return &stopRead{reason}
+	}
+	if !l.c.armRead(l.readDeadline(begun)) {
+		return &stopRead{ClosedByServer}
+	}
+	return nil
+}
+
+// readDeadline is the deadline of the next read; zero is none. A frame's
+// clock starts with its first byte.
+func (l *connLoop) readDeadline(begun bool) time.Time {
+	cfg := &l.c.srv.cfg
+	if begun && cfg.ReadTimeout > 0 {
+		if l.frameDeadline.IsZero() {
+			l.frameDeadline = time.Now().Add(cfg.ReadTimeout)
+		}
+		return l.frameDeadline
+	}
+	if cfg.IdleTimeout > 0 {
+		return time.Now().Add(cfg.IdleTimeout)
+	}
+	return time.Time{}
+}
+
+// readFailed says why the frame reader stopped.
+func (l *connLoop) readFailed(err error) CloseReason {
+	c, s := l.c, l.c.srv
+	var stop *stopRead
+	var bad *FrameLengthError
+	switch {
+	case errors.As(err, &stop):
+		return stop.reason
+	case errors.As(err, &bad):
+		return l.badLength(bad)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if c.isDraining() {
 			return ClosedByServer
 		}
-		if inFrame && s.cfg.ReadTimeout > 0 {
+		if l.inFrame && s.cfg.ReadTimeout > 0 {
 			s.violation(LimitReadTimeout, c.remote, "closing connection: frame not received in time",
 				"timeout", s.cfg.ReadTimeout, "buffered", l.br.Buffered())
 			return ClosedReadTimeout
@@ -338,6 +267,24 @@ func (l *connLoop) readFailed(err error, inFrame bool) CloseReason {
 	}
 	s.log.Debug("connection read failed", "remote", c.remote, "err", err)
 	return ClosedByPeer
+}
+
+// badLength handles a length word outside the limits: like Java, the
+// connection closes without an answer.
+func (l *connLoop) badLength(e *FrameLengthError) CloseReason {
+	s := l.c.srv
+	if !l.framed && e.FirstByte() == tlsHandshakeRecord {
+		s.warn(string(ClosedTLSRefused), l.c.remote,
+			"closing connection: TLS handshake, but TLS is off (tls.server.mode=disabled or no certificate)")
+		return ClosedTLSRefused
+	}
+	if e.TooLarge() {
+		s.violation(LimitFrameMaxLength, l.c.remote, "closing connection: frame larger than frameMaxLength",
+			"length", e.Length, "max", e.Max)
+		return ClosedTooLarge
+	}
+	s.warn(string(ClosedMalformed), l.c.remote, "closing connection: bad frame length", "length", e.Length)
+	return ClosedMalformed
 }
 
 // handle runs the handler for the decoded command and queues its answer.
@@ -385,11 +332,11 @@ func (l *connLoop) serveSafely() {
 	l.c.srv.handler.Serve(l.c, &l.cmd, &l.resp)
 }
 
-// flush writes the queued answers under the write deadline; it reports
-// false, with the reason, if the write failed.
-func (l *connLoop) flush() (CloseReason, bool) {
+// flush writes the queued answers under the write deadline; it returns the
+// reason to close when the write failed.
+func (l *connLoop) flush() CloseReason {
 	if len(l.out) == 0 {
-		return "", true
+		return ""
 	}
 	s := l.c.srv
 	var deadline time.Time
@@ -407,12 +354,12 @@ func (l *connLoop) flush() (CloseReason, bool) {
 	}
 	switch {
 	case err == nil:
-		return "", true
+		return ""
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.violation(LimitWriteTimeout, l.c.remote, "closing connection: client does not read its answers",
 			"timeout", s.cfg.WriteTimeout, "unwritten", unwritten)
-		return ClosedWriteTimeout, false
+		return ClosedWriteTimeout
 	}
 	s.log.Info("closing connection: write failed", "remote", l.c.remote, "err", err)
-	return ClosedWriteError, false
+	return ClosedWriteError
 }

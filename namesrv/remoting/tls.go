@@ -41,30 +41,30 @@ func (m TLSMode) String() string {
 // byte tells a TLS handshake from a plain frame, and the handshake runs
 // here, on the connection's own goroutine, never on the accept loop. Both
 // must finish within the handshake timeout, so a client that connects and
-// sends nothing holds its slot no longer than that. It reports false, with
-// the reason, when the connection must close.
-func (l *connLoop) negotiate() (CloseReason, bool) {
+// sends nothing holds its slot no longer than that. It returns the reason
+// when the connection must close.
+func (l *connLoop) negotiate() CloseReason {
 	c, s := l.c, l.c.srv
 	if !s.sniff || c.internal {
-		return "", true
+		return ""
 	}
 	if !c.armRead(time.Now().Add(s.cfg.HandshakeTimeout)) {
-		return ClosedByServer, false
+		return ClosedByServer
 	}
 	first, err := l.br.Peek(1)
 	if err != nil {
-		return l.handshakeFailed(err), false
+		return l.handshakeFailed(err)
 	}
 	if first[0] != tlsHandshakeRecord {
 		if s.cfg.TLSMode == TLSEnforcing {
 			s.warn(string(ClosedTLSRequired), c.remote, "closing plain connection: TLS is required (tls.server.mode=enforcing)")
-			return ClosedTLSRequired, false
+			return ClosedTLSRequired
 		}
-		return "", true
+		return ""
 	}
 	if s.cfg.TLSConfig == nil {
 		s.warn(string(ClosedTLSRefused), c.remote, "closing TLS connection: no certificate configured")
-		return ClosedTLSRefused, false
+		return ClosedTLSRefused
 	}
 	// The bytes read while sniffing belong to the handshake: replay them
 	// to the TLS layer, then reuse the read buffer for the plaintext.
@@ -72,13 +72,13 @@ func (l *connLoop) negotiate() (CloseReason, bool) {
 	tc := tls.Server(&replayConn{Conn: c.nc, pending: bytes.Clone(sniffed)}, s.cfg.TLSConfig)
 	c.nc.SetWriteDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	if err := tc.Handshake(); err != nil {
-		return l.handshakeFailed(err), false
+		return l.handshakeFailed(err)
 	}
 	c.nc.SetWriteDeadline(time.Time{})
 	l.br.Reset(tc)
 	l.w = tc
 	c.tls.Store(true)
-	return "", true
+	return ""
 }
 
 func (l *connLoop) handshakeFailed(err error) CloseReason {
