@@ -127,10 +127,10 @@ func (t *Table) MemberGroup(brokerName string) []body.BrokerAddr {
 // QueryDataVersion answers QUERY_DATA_VERSION (§2.3): whether the broker's
 // topic metadata differs from what this NameServer holds, and the stored
 // version if any. Like 5.x it also counts as a heartbeat.
-func (t *Table) QueryDataVersion(cluster, addr string, dv body.DataVersion) (changed bool, stored body.DataVersion, found bool) {
+func (t *Table) QueryDataVersion(broker AddrKey, dv body.DataVersion) (changed bool, stored body.DataVersion, found bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	li := t.live[liveKey{cluster, addr}]
+	li := t.live[broker]
 	if li == nil {
 		return true, body.DataVersion{}, false
 	}
@@ -139,10 +139,10 @@ func (t *Table) QueryDataVersion(cluster, addr string, dv body.DataVersion) (cha
 }
 
 // Heartbeat refreshes a broker's liveness (BROKER_HEARTBEAT).
-func (t *Table) Heartbeat(cluster, addr string) {
+func (t *Table) Heartbeat(broker AddrKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if li := t.live[liveKey{cluster, addr}]; li != nil {
+	if li := t.live[broker]; li != nil {
 		li.lastUpdate = t.nowMillis()
 	}
 }

@@ -15,14 +15,22 @@ const (
 	EvictExpired    EvictReason = "expired"
 )
 
+// Unregistration is one UNREGISTER_BROKER request: the address to remove
+// and the broker group it is a member of.
+type Unregistration struct {
+	Cluster    string
+	BrokerAddr string
+	BrokerName string
+}
+
 // Unregister removes a broker address on its own request (§3.4). Unlike the
 // 5.x queue, it applies synchronously, so the answer is sent only once the
 // route no longer lists the broker.
-func (t *Table) Unregister(cluster, addr, brokerName string) {
+func (t *Table) Unregister(u Unregistration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.begin()
-	t.unregister(c, cluster, addr, brokerName, EvictUnregister)
+	t.unregister(c, u.Cluster, u.BrokerAddr, u.BrokerName, EvictUnregister)
 	t.commit(c)
 }
 
