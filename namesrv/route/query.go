@@ -155,23 +155,21 @@ func (t *Table) RegisterTopic(name string, queues []body.QueueData) {
 	if len(queues) == 0 {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	defer t.commit(c)
-	if c.lookup(t, name) == nil {
+	t.write(func(c *changes) {
+		if c.lookup(t, name) == nil {
+			for _, q := range queues {
+				if t.brokers[q.BrokerName] == nil {
+					t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
+					return
+				}
+			}
+		}
 		for _, q := range queues {
 			if t.brokers[q.BrokerName] == nil {
 				t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
 				return
 			}
+			t.putQueue(c, []byte(name), q)
 		}
-	}
-	for _, q := range queues {
-		if t.brokers[q.BrokerName] == nil {
-			t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
-			return
-		}
-		t.putQueue(c, []byte(name), q)
-	}
+	})
 }

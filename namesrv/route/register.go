@@ -46,11 +46,14 @@ func (t *Table) Register(r *Registration) RegisterResult {
 	return res
 }
 
-func (t *Table) register(r *Registration) (_ RegisterResult, live bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	defer t.commit(c)
+func (t *Table) register(r *Registration) (res RegisterResult, live bool) {
+	t.write(func(c *changes) { res, live = t.applyRegistration(c, r) })
+	return res, live
+}
+
+// applyRegistration is RouteInfoManager.registerBroker (§3.2) under the
+// writers' lock.
+func (t *Table) applyRegistration(c *changes, r *Registration) (_ RegisterResult, live bool) {
 	t.stats.registrations.Add(1)
 
 	names := t.clusters[r.Cluster]

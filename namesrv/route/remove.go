@@ -27,32 +27,22 @@ type Unregistration struct {
 // 5.x queue, it applies synchronously, so the answer is sent only once the
 // route no longer lists the broker.
 func (t *Table) Unregister(u Unregistration) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	t.unregister(c, u.Cluster, u.BrokerAddr, u.BrokerName, EvictUnregister)
-	t.commit(c)
+	t.write(func(c *changes) {
+		t.unregister(c, u.Cluster, u.BrokerAddr, u.BrokerName, EvictUnregister)
+	})
 }
 
 // ChannelClosed evicts every broker whose latest registration came over ch
 // (§3.5). A connection that is no longer any broker's latest evicts nothing.
 func (t *Table) ChannelClosed(ch Channel) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var c *changes
-	for key, li := range t.live {
-		if li.channel != ch {
-			continue
+	t.write(func(c *changes) {
+		for key, li := range t.live {
+			if li.channel == ch {
+				t.log.Info("broker connection closed; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr)
+				t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictClosed)
+			}
 		}
-		if c == nil {
-			c = t.begin()
-		}
-		t.log.Info("broker connection closed; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr)
-		t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictClosed)
-	}
-	if c != nil {
-		t.commit(c)
-	}
+	})
 }
 
 // ScanExpired evicts every broker silent for longer than its timeout and
@@ -60,23 +50,21 @@ func (t *Table) ChannelClosed(ch Channel) {
 func (t *Table) ScanExpired() int {
 	now := t.nowMillis()
 	var closing []Channel
-	t.mu.Lock()
-	c := t.begin()
 	n := 0
-	for key, li := range t.live {
-		if li.lastUpdate+li.timeout >= now {
-			continue
+	t.write(func(c *changes) {
+		for key, li := range t.live {
+			if li.lastUpdate+li.timeout >= now {
+				continue
+			}
+			t.log.Warn("broker expired; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr,
+				"silentMillis", now-li.lastUpdate, "timeoutMillis", li.timeout)
+			if li.channel != nil {
+				closing = append(closing, li.channel)
+			}
+			t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictExpired)
+			n++
 		}
-		t.log.Warn("broker expired; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr,
-			"silentMillis", now-li.lastUpdate, "timeoutMillis", li.timeout)
-		if li.channel != nil {
-			closing = append(closing, li.channel)
-		}
-		t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictExpired)
-		n++
-	}
-	t.commit(c)
-	t.mu.Unlock()
+	})
 	// Closed outside the lock: closing runs ChannelClosed, which finds the
 	// entries already gone.
 	for _, ch := range closing {
@@ -146,31 +134,27 @@ func (t *Table) AddWritePerm(brokerName string) int {
 }
 
 func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
 	n := 0
-	for name := range t.brokerTopics[brokerName] {
-		if tp := c.lookup(t, name); tp != nil && t.modifyQueue(c, tp, brokerName, func(q *body.QueueData) { q.Perm = f(q.Perm) }) {
-			n++
+	t.write(func(c *changes) {
+		for name := range t.brokerTopics[brokerName] {
+			if tp := c.lookup(t, name); tp != nil && t.modifyQueue(c, tp, brokerName, func(q *body.QueueData) { q.Perm = f(q.Perm) }) {
+				n++
+			}
 		}
-	}
-	t.commit(c)
+	})
 	return n
 }
 
 // DeleteTopic removes a topic (§2.6): from the brokers of one cluster, or,
 // with cluster "", entirely. Static-topic mappings stay, as in Java.
 func (t *Table) DeleteTopic(name, cluster string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	if cluster == "" {
-		t.dropTopic(c, name)
-	} else {
+	t.write(func(c *changes) {
+		if cluster == "" {
+			t.dropTopic(c, name)
+			return
+		}
 		for brokerName := range t.clusters[cluster] {
 			t.removeQueue(c, name, brokerName)
 		}
-	}
-	t.commit(c)
+	})
 }

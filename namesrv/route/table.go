@@ -129,21 +129,55 @@ type view struct {
 func (v *view) queues() []body.QueueData { return v.route.QueueDatas }
 
 // Table is the route registry. The zero value is not usable; use New.
+//
+// Its maps are RouteInfoManager's tables, keyed the same way; the comment
+// of each says what it maps and which Java table it is. Java's
+// topicQueueTable (topic → brokerName → QueueData) is the index: topic
+// name → topic, whose view holds the QueueData sorted by broker name.
 type Table struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu           sync.Mutex
-	opts         Options
-	brokers      map[string]*brokerState
+	// mu serialises the writers (see write); readers never take it. The
+	// fields up to index are the writers' own.
+	mu   sync.Mutex
+	opts Options
+	// brokers: brokerName → the broker group: its cluster, brokerId →
+	// address, zone and acting-master flag. Java's brokerAddrTable; as
+	// there, a broker name is global, and two clusters using one name
+	// share a group.
+	brokers map[string]*brokerState
+	// brokerTopics: brokerName → the set of topic names that have a
+	// QueueData of that broker name: the reverse of the views, so that a
+	// change to a broker group touches only its topics. Java scans every
+	// topic instead.
 	brokerTopics map[string]map[string]struct{}
-	clusters     map[string]map[string]struct{}
-	live         map[liveKey]*liveInfo
-	filters      map[liveKey][]string
-	mappings     map[string]map[string]*fjson.Value
-	orderConf    map[string]string
+	// clusters: clusterName → the set of broker names registered in it.
+	// Java's clusterAddrTable.
+	clusters map[string]map[string]struct{}
+	// live: (clusterName, brokerAddr) → the latest registration of that
+	// address: when it came, its timeout, DataVersion, connection and HA
+	// address. Java's brokerLiveTable.
+	live map[liveKey]*liveInfo
+	// filters: (clusterName, brokerAddr) → the filter-server addresses the
+	// broker registered. Java's filterServerTable.
+	filters map[liveKey][]string
+	// mappings: topic → brokerName → the static-topic mapping info
+	// (TopicQueueMappingInfo) routes carry. Java's
+	// topicQueueMappingInfoTable.
+	mappings map[string]map[string]*fjson.Value
+	// orderConf: topic → its ORDER_TOPIC_CONFIG value in the KV store,
+	// which routes carry when orderMessageEnable is on. Java reads the KV
+	// store at each route query instead.
+	orderConf map[string]string
+	// pending collects what the write in progress changed; zero between
+	// writes.
+	pending changes
 
-	index       atomic.Pointer[index]
+	// index: topic name → topic, published for lock-free readers.
+	index atomic.Pointer[index]
+	// clusterInfo is the encoded GET_BROKER_CLUSTER_INFO body, nil until
+	// asked for after a change.
 	clusterInfo atomic.Pointer[[]byte]
 	stats       counters
 	lockProbe   lockProbe
@@ -212,19 +246,17 @@ func (t *Table) RouteData(name string) (*body.TopicRouteData, bool) {
 
 // SetViewOptions changes the settings that shape routes and rebuilds them.
 func (t *Table) SetViewOptions(vo ViewOptions) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.opts.View == vo {
-		return
-	}
-	t.opts.View = vo
-	c := t.begin()
-	t.index.Load().each(func(tp *topic) {
-		if tp.view.Load() != nil {
-			c.touch(tp)
+	t.write(func(c *changes) {
+		if t.opts.View == vo {
+			return
 		}
+		t.opts.View = vo
+		t.index.Load().each(func(tp *topic) {
+			if tp.view.Load() != nil {
+				c.touch(tp)
+			}
+		})
 	})
-	t.commit(c)
 }
 
 // SetDeleteTopicWithBrokerRegistration changes §3.2 step 10a at run time.
@@ -237,25 +269,23 @@ func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 // SetOrderConf records a topic's ORDER_TOPIC_CONFIG value (present false:
 // removed); routes carry it when OrderMessageEnable is on.
 func (t *Table) SetOrderConf(name, conf string, present bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, had := t.orderConf[name]
-	if had == present && old == conf {
-		return
-	}
-	if present {
-		t.orderConf[name] = conf
-	} else {
-		delete(t.orderConf, name)
-	}
-	if !t.opts.View.OrderMessageEnable {
-		return
-	}
-	c := t.begin()
-	if tp := c.lookup(t, name); tp != nil {
-		c.touch(tp)
-	}
-	t.commit(c)
+	t.write(func(c *changes) {
+		old, had := t.orderConf[name]
+		if had == present && old == conf {
+			return
+		}
+		if present {
+			t.orderConf[name] = conf
+		} else {
+			delete(t.orderConf, name)
+		}
+		if !t.opts.View.OrderMessageEnable {
+			return
+		}
+		if tp := c.lookup(t, name); tp != nil {
+			c.touch(tp)
+		}
+	})
 }
 
 // changes collects what one write touched, to publish it in one step.
@@ -266,7 +296,18 @@ type changes struct {
 	brokers bool
 }
 
-func (t *Table) begin() *changes { return &changes{} }
+// write runs f under the writers' lock and then publishes what it changed:
+// every write to the table is lock, change, commit, unlock. f may return
+// early; what it changed so far is published.
+func (t *Table) write(f func(c *changes)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := &t.pending
+	*c = changes{}
+	f(c)
+	t.commit(c)
+	*c = changes{}
+}
 
 // lookup finds a topic, removed or not, in the index or among the ones
 // this write added.
