@@ -20,7 +20,7 @@ func crcOf(b []byte) string {
 }
 
 func TestCRCExampleOfTheProtocolReference(t *testing.T) {
-	// namesrv-protocol.md §6 item 19.
+	// docs/protocol.md#crc
 	if got := crcOf([]byte(`{"filterServerList":[]}`)); got != "2053024402" {
 		t.Fatalf("crc %s", got)
 	}

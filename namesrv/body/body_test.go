@@ -117,7 +117,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 					want = strings.Replace(want, "A:4:2:6:1", "A:4:2:6:0", 1)
 				}
 			case compressed:
-				// The compressed form carries no topicSysFlag (§2.3.2).
+				// The compressed form carries no topicSysFlag
+				// (docs/protocol.md#register-body-compressed).
 				want = strings.Replace(want, "A:4:2:6:1", "A:4:2:6:0", 1)
 			}
 			if got := summary(out); got != want {
@@ -141,7 +142,7 @@ func TestCompressedInflatesToTheDocumentedLayout(t *testing.T) {
 	}
 	var raw bytes.Buffer
 	raw.ReadFrom(zr)
-	// namesrv-protocol.md §7.2
+	// docs/protocol.md#test-vectors
 	want := []byte("\x00\x00\x00\x38{\"counte")
 	if !bytes.HasPrefix(raw.Bytes(), want) {
 		t.Fatalf("inflated starts %q", raw.Bytes()[:12])

@@ -19,7 +19,7 @@ type ClusterMembers struct {
 }
 
 // AppendClusterInfo writes a ClusterInfo in the legacy dialect, which Java
-// always uses for it (§2.4).
+// always uses for it (docs/protocol.md#get-broker-cluster-info).
 func AppendClusterInfo(dst []byte, ci *ClusterInfo) []byte {
 	dst = append(dst, `{"brokerAddrTable":{`...)
 	for i := range ci.Brokers {

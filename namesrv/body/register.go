@@ -61,9 +61,11 @@ const DefaultMaxInflated = 32 << 20
 // ErrTooLarge is returned when a compressed body inflates past the cap.
 var ErrTooLarge = errors.New("inflated body too large")
 
-// DecodeRegisterBody decodes a REGISTER_BROKER body (§2.3.1, §2.3.2). A zlib
-// body is recognised by the header flag or by its first byte, because 5.x
-// brokers with compressedRegister=true send compressed=false (§2.3.2).
+// DecodeRegisterBody decodes a REGISTER_BROKER body, JSON
+// (docs/protocol.md#register-body-json) or zlib
+// (docs/protocol.md#register-body-compressed). A zlib body is recognised by
+// the header flag or by its first byte, because 5.x brokers with
+// compressedRegister=true send compressed=false.
 func DecodeRegisterBody(data []byte, opts RegisterOptions) (*RegisterBody, error) {
 	b := &RegisterBody{FilterServers: []string{}}
 	if len(data) == 0 {

@@ -11,7 +11,8 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 )
 
-// decodeCompressed reads the zlib form of §2.3.2.
+// decodeCompressed reads the zlib form of a registration body
+// (docs/protocol.md#register-body-compressed).
 func decodeCompressed(data []byte, opts RegisterOptions, b *RegisterBody) error {
 	raw, err := inflate(data, opts.MaxInflated)
 	if err != nil {

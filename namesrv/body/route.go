@@ -50,7 +50,8 @@ type Mapping struct {
 	Info       *fjson.Value
 }
 
-// TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC (§2.4).
+// TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC
+// (docs/protocol.md#route-body).
 type TopicRouteData struct {
 	QueueDatas []QueueData
 	// BrokerDatas may be shared between routes; never modify them.

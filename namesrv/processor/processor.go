@@ -1,7 +1,7 @@
 // Package processor answers NameServer requests: it reads each request code's
 // header fields and body, applies it to the route table, the KV store or the
 // live configuration, and fills in the answer the Java NameServer would give
-// (namesrv-protocol.md §2; choices where Java has none in
+// (docs/protocol.md#request-codes; choices where Java has none in
 // docs/compatibility.md).
 package processor
 
@@ -213,9 +213,9 @@ func (p *Processor) gated(c conn, req *remoting.Command, resp *remoting.Response
 }
 
 // Closed implements remoting.Handler: a broker whose registration
-// connection closes is evicted at once (§3.5). Only connections that
-// carried a broker request can be a registration's, so a client's
-// disconnect does not take the table's writers' lock.
+// connection closes is evicted at once (docs/protocol.md#closed-connections).
+// Only connections that carried a broker request can be a registration's,
+// so a client's disconnect does not take the table's writers' lock.
 func (p *Processor) Closed(c *remoting.Conn) {
 	if c.Marked() && !p.draining.Load() {
 		p.routes.ChannelClosed(c)

@@ -12,15 +12,17 @@ import (
 const (
 	// DefaultFrameMaxLength is Java's com.rocketmq.remoting.frameMaxLength.
 	// Netty compares totalLength+4 with it, so the largest accepted
-	// totalLength is 16777212 (§1.2, §8.1).
+	// totalLength is 16777212 (docs/protocol.md#framing).
 	DefaultFrameMaxLength = 16777216
 
-	// binaryFixedLength is the fixed part of a ROCKETMQ binary header (§1.5).
+	// binaryFixedLength is the fixed part of a ROCKETMQ binary header
+	// (docs/protocol.md#binary-header).
 	binaryFixedLength = 21
 )
 
 // ErrMalformed is matched (errors.Is) by every decoding error. The server
-// answers none of them: like Java it closes the connection (§1.2, §8.1).
+// answers none of them: like Java it closes the connection
+// (docs/protocol.md#framing).
 var ErrMalformed = errors.New("malformed frame")
 
 type frameError struct{ msg string }
@@ -181,7 +183,8 @@ type Header struct {
 	Ext      []Pair
 }
 
-// languageCodes maps LanguageCode names to their binary byte (§1.7).
+// languageCodes maps LanguageCode names to their binary byte
+// (docs/protocol.md#language-codes).
 var languageCodes = map[string]byte{
 	"JAVA": 0, "CPP": 1, "DOTNET": 2, "PYTHON": 3, "DELPHI": 4, "ERLANG": 5, "RUBY": 6,
 	"OTHER": 7, "HTTP": 8, "GO": 9, "PHP": 10, "OMS": 11, "RUST": 12, "NODE_JS": 13,
@@ -257,7 +260,8 @@ func appendBinaryHeader(dst []byte, h *Header) []byte {
 
 // AppendResponse appends the frame answering a request with the given
 // serialize type and opaque. Answers always mirror the request's serialize
-// type (ali-ons cannot read a binary answer to its JSON request, §1.9).
+// type (ali-ons cannot read a binary answer to its JSON request;
+// docs/protocol.md#serialize-types).
 func AppendResponse(dst []byte, t SerializeType, opaque int32, r *Response) []byte {
 	h := Header{
 		Code:     r.Code,

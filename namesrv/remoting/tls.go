@@ -13,7 +13,7 @@ import (
 // TLSMode is the Java server's tls.server.mode.
 type TLSMode uint8
 
-// The TLS modes (namesrv-protocol.md §1.1).
+// The TLS modes (docs/protocol.md#tls).
 const (
 	// TLSDisabled serves plain connections only and closes TLS handshakes.
 	TLSDisabled TLSMode = iota

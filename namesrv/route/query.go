@@ -62,7 +62,8 @@ func (t *Table) TopicsByCluster(cluster string) []string {
 
 // SystemTopics lists every cluster name and broker name (brokers create
 // topics named after both), plus one broker address for the admin tool to
-// ask for the rest (GET_SYSTEM_TOPIC_LIST_FROM_NS, §2.6).
+// ask for the rest (GET_SYSTEM_TOPIC_LIST_FROM_NS;
+// docs/protocol.md#topic-lists).
 func (t *Table) SystemTopics() (topics []string, brokerAddr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -124,7 +125,8 @@ func (t *Table) MemberGroup(brokerName string) []body.BrokerAddr {
 	return b.data().Addrs
 }
 
-// QueryDataVersion answers QUERY_DATA_VERSION (§2.3): whether the broker's
+// QueryDataVersion answers QUERY_DATA_VERSION
+// (docs/protocol.md#query-data-version): whether the broker's
 // topic metadata differs from what this NameServer holds, and the stored
 // version if any. Like 5.x it also counts as a heartbeat.
 func (t *Table) QueryDataVersion(broker AddrKey, dv body.DataVersion) (changed bool, stored body.DataVersion, found bool) {
@@ -148,7 +150,8 @@ func (t *Table) Heartbeat(broker AddrKey) {
 }
 
 // RegisterTopic adds a topic's queue data for known broker names
-// (REGISTER_TOPIC_IN_NAMESRV, §3.9). For a new topic nothing is stored
+// (RouteInfoManager.registerTopic, docs/protocol.md#topic-registration).
+// For a new topic nothing is stored
 // unless every broker name is known; for an existing one, entries are
 // applied in order up to the first unknown name, as Java does.
 func (t *Table) RegisterTopic(name string, queues []body.QueueData) {

@@ -23,7 +23,8 @@ type Unregistration struct {
 	BrokerName string
 }
 
-// Unregister removes a broker address on its own request (§3.4). Unlike the
+// Unregister removes a broker address on its own request
+// (docs/protocol.md#unregistration). Unlike the
 // 5.x queue, it applies synchronously, so the answer is sent only once the
 // route no longer lists the broker.
 func (t *Table) Unregister(u Unregistration) {
@@ -33,7 +34,8 @@ func (t *Table) Unregister(u Unregistration) {
 }
 
 // ChannelClosed evicts every broker whose latest registration came over ch
-// (§3.5). A connection that is no longer any broker's latest evicts nothing.
+// (docs/protocol.md#closed-connections). A connection that is no longer any
+// broker's latest evicts nothing.
 func (t *Table) ChannelClosed(ch Channel) {
 	t.write(func(c *changes) {
 		for key, li := range t.live {
@@ -46,7 +48,8 @@ func (t *Table) ChannelClosed(ch Channel) {
 }
 
 // ScanExpired evicts every broker silent for longer than its timeout and
-// closes its connection (§3.6). It returns how many it evicted.
+// closes its connection (docs/protocol.md#expiry). It returns how many it
+// evicted.
 func (t *Table) ScanExpired() int {
 	now := t.nowMillis()
 	var closing []Channel
@@ -73,9 +76,9 @@ func (t *Table) ScanExpired() int {
 	return n
 }
 
-// unregister is the 5.x unRegisterBroker for one address (§3.4): the group
-// loses every id that has this address, and its topics go with its last
-// address.
+// unregister is the 5.x RouteInfoManager.unRegisterBroker for one address:
+// the group loses every id that has this address, and its topics go with
+// its last address.
 func (t *Table) unregister(c *changes, cluster, addr, brokerName string, why EvictReason) {
 	key := liveKey{cluster, addr}
 	if _, ok := t.live[key]; ok {
@@ -122,7 +125,8 @@ func (t *Table) unregister(c *changes, cluster, addr, brokerName string, why Evi
 }
 
 // WipeWritePerm clears the write permission of every queue of a broker
-// name and returns how many queue entries it touched (§2.5).
+// name and returns how many queue entries it touched
+// (docs/protocol.md#write-perm).
 func (t *Table) WipeWritePerm(brokerName string) int {
 	return t.setPerm(brokerName, func(p int32) int32 { return p &^ protocol.PermWrite })
 }
@@ -145,7 +149,8 @@ func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
 	return n
 }
 
-// DeleteTopic removes a topic (§2.6): from the brokers of one cluster, or,
+// DeleteTopic removes a topic (docs/protocol.md#topic-lists): from the
+// brokers of one cluster, or,
 // with cluster "", entirely. Static-topic mappings stay, as in Java.
 func (t *Table) DeleteTopic(name, cluster string) {
 	t.write(func(c *changes) {

@@ -9,15 +9,14 @@
 // write builds new views for the topics it touched and swaps them in. The
 // topic index itself is an immutable map, replaced only when topics come or
 // go. A route query is therefore a map lookup and an atomic load, whatever
-// the writers are doing, and allocates nothing once its body is cached
-// (design.md).
+// the writers are doing, and allocates nothing once its body is cached.
 //
 // The views are also the only copy of the queue data, and broker groups are
 // shared between the views of all their topics, which keeps a table of
 // 100,000 topics to a few tens of megabytes.
 //
-// Semantics follow the 5.x RouteInfoManager (namesrv-protocol.md §3), with
-// the deliberate differences listed in docs/compatibility.md.
+// Semantics follow the 5.x RouteInfoManager (docs/protocol.md#route-table),
+// with the deliberate differences listed in docs/compatibility.md.
 package route
 
 import (
@@ -44,10 +43,12 @@ type Channel interface {
 // ViewOptions are the settings that shape route answers; changing them
 // rebuilds every route.
 type ViewOptions struct {
-	// OrderMessageEnable adds orderTopicConf from the KV store (§3.7 step 5).
+	// OrderMessageEnable adds orderTopicConf from the KV store
+	// (docs/protocol.md#order-topic-conf).
 	OrderMessageEnable bool
 	// SupportActingMaster lets the smallest slave stand in as id 0 for
-	// groups without a master whose queues are read-only (§3.7 step 4).
+	// groups without a master whose queues are read-only
+	// (docs/protocol.md#acting-master).
 	SupportActingMaster bool
 }
 
@@ -55,7 +56,7 @@ type ViewOptions struct {
 type Options struct {
 	View ViewOptions
 	// DeleteTopicWithBrokerRegistration prunes a master's topics that are
-	// absent from its registration (§3.2 step 10a).
+	// absent from its registration (docs/protocol.md#prune-topics).
 	DeleteTopicWithBrokerRegistration bool
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -259,7 +260,8 @@ func (t *Table) SetViewOptions(vo ViewOptions) {
 	})
 }
 
-// SetDeleteTopicWithBrokerRegistration changes §3.2 step 10a at run time.
+// SetDeleteTopicWithBrokerRegistration switches docs/protocol.md#prune-topics
+// at run time.
 func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 	t.mu.Lock()
 	t.opts.DeleteTopicWithBrokerRegistration = on
@@ -398,7 +400,7 @@ func (t *Table) commit(c *changes) {
 }
 
 // buildView computes a topic's view. The route needs queue data and at
-// least one known broker group (§3.7 steps 1-2).
+// least one known broker group (docs/protocol.md#building-a-route).
 func (t *Table) buildView(name string, queues []body.QueueData) *view {
 	v := &view{}
 	rd := &v.route
@@ -441,7 +443,8 @@ func (t *Table) buildView(name string, queues []body.QueueData) *view {
 }
 
 // actingMaster rewrites groups without a master whose queues are read-only
-// so their smallest slave answers as id 0 (§3.7 step 4). The groups are
+// so their smallest slave answers as id 0 (docs/protocol.md#acting-master).
+// The groups are
 // shared, so a rewritten one is a copy.
 func actingMaster(rd *body.TopicRouteData) {
 	need := false
