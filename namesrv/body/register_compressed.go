@@ -81,12 +81,9 @@ func (s *parts) int32(what string) int {
 	return v
 }
 
-// next returns the next length-prefixed part.
+// next returns the next length-prefixed part; after an error, an empty one.
 func (s *parts) next(what string) []byte {
 	n := s.int32(what)
-	if s.err != nil {
-		return nil
-	}
 	if n < 0 || n > len(s.data)-s.pos {
 		s.fail(fmt.Errorf("%s length %d exceeds the %d bytes left", what, n, len(s.data)-s.pos))
 		return nil
@@ -101,9 +98,6 @@ func (s *parts) next(what string) []byte {
 // us allocate more than the body could hold.
 func (s *parts) count(what string) int {
 	n := s.int32(what)
-	if s.err != nil {
-		return 0
-	}
 	if n < 0 || n > (len(s.data)-s.pos)/4 {
 		s.fail(fmt.Errorf("%s count %d is impossible with %d bytes left", what, n, len(s.data)-s.pos))
 		return 0
