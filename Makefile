@@ -220,7 +220,7 @@ SLOW_PACKAGES ?= ./controllers ./cmd/kubectl-nsc ./test/install ./test/monitorin
 FAST_PACKAGES ?= $(shell $(GO) list ./... | grep -vxF $(foreach p,$(SLOW_PACKAGES),-e $(MODULE)/$(p:./%=%)))
 
 .PHONY: test-fast
-test-fast: check-fmt ## gofmt, vet and the -race tests of every package that needs no control plane, helm or image: the NameServer, its tools, the operator's pure packages. About a minute once built.
+test-fast: check-fmt ## gofmt, vet and -race tests of every package that needs no control plane, helm or image (2 minutes once built; FAST_PACKAGES=./namesrv/... for the NameServer alone, 40 s).
 	$(GO) vet $(FAST_PACKAGES)
 	$(GO) test -race -count=1 $(FAST_PACKAGES)
 
