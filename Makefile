@@ -8,6 +8,8 @@ SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 
 VERSION ?= v0.1.0
+# The image `make deploy` and `make run-manager` use: the operator's, which is
+# also the NameServer pods' (one image holds both programs).
 IMG ?= kube-namesrv/kube-namesrv:$(VERSION)
 
 LOCALBIN ?= $(shell pwd)/bin
@@ -17,8 +19,11 @@ GO ?= go
 # govulncheck holds the code to the standard library's security fixes.
 GOTOOLCHAIN := $(shell awk '$$1 == "toolchain" {print $$2}' go.mod)
 export GOTOOLCHAIN
-GOFLAGS_BUILD ?= -trimpath
-LDFLAGS ?= -s -w -X github.com/kube-namesrv/kube-namesrv/internal/version.Version=$(VERSION)
+MODULE := $(shell awk '$$1 == "module" {print $$2}' go.mod)
+# The cluster of the current kubeconfig context, for install, deploy and
+# run-manager. kubectl comes from PATH; `hack/envtest-binaries.sh` prints a
+# directory holding one built from source.
+KUBECTL ?= kubectl
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
@@ -45,10 +50,10 @@ export ENVTEST_STORE
 FUZZTIME_SHORT ?= 3s
 FUZZTIME ?= 60s
 
-.PHONY: all
-all: build
-
 ##@ General
+
+.PHONY: all
+all: build ## Build every command (the default target).
 
 .PHONY: help
 help: ## Show this help.
@@ -68,13 +73,29 @@ vet: ## Run go vet.
 check-fmt: ## Fail when a Go file is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# Code and docs cite docs/protocol.md#<anchor>, other *.md files, testdata/
+# paths; internal/refcheck fails on any that does not resolve (test-fast and
+# test-unit run it too).
+.PHONY: check-refs
+check-refs: ## Fail on a reference to a file, or a docs anchor, that is not in the repository.
+	$(GO) test -count=1 ./internal/refcheck
+
+.PHONY: check-makefile
+check-makefile: ## Fail when a target has no description, so that `make help` lists every target.
+	@missing=$$(awk '/^\.PHONY:/ {for (i = 2; i <= NF; i++) phony[$$i] = 1} \
+	  /^[a-zA-Z0-9_-]+:.*##/ {sub(/:.*/, ""); described[$$0] = 1} \
+	  END {for (t in phony) if (!(t in described)) print t}' $(MAKEFILE_LIST)); \
+	  if [ -n "$$missing" ]; then echo "targets without a ## description (make help leaves them out):"; echo "$$missing"; exit 1; fi
+
 ##@ Build
 
+# Every binary is built by hack/build-binaries.sh, which holds the link flags
+# (static, stripped, VERSION stamped): the Dockerfile runs it too, so CI
+# compiles exactly what the image ships.
 .PHONY: build
 build: ## Build every command (namesrv, manager, nsadmin, kubectl-nsc, nsbench) into bin/.
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/ ./cmd/...
+	VERSION=$(VERSION) hack/build-binaries.sh $(LOCALBIN) ./cmd/...
 
-# The Dockerfile runs the same script, so CI compiles exactly what the image ships.
 .PHONY: image-binaries
 image-binaries: ## Build the image's binaries (static) into IMAGE_BIN_DIR, as the Dockerfile does.
 	VERSION=$(VERSION) hack/build-binaries.sh $(IMAGE_BIN_DIR)
@@ -82,6 +103,51 @@ image-binaries: ## Build the image's binaries (static) into IMAGE_BIN_DIR, as th
 .PHONY: run
 run: ## Run a NameServer on :9876 with defaults.
 	$(GO) run ./cmd/namesrv
+
+# The manager outside the cluster, against the current kubeconfig context's
+# cluster (the CRD installed first: make install). The NameServer pods it
+# creates run IMG, which that cluster must be able to pull. Its metrics
+# endpoint is off, so that it does not take the NameServer's HTTP port.
+MANAGER_ARGS ?= --metrics-bind-address=0
+.PHONY: run-manager
+run-manager: ## Run the operator's manager locally against the current kubeconfig (after make install); NameServer pods run IMG.
+	$(GO) run ./cmd/manager --namesrv-image=$(IMG) $(MANAGER_ARGS)
+
+##@ Deployment (the current kubeconfig context's cluster)
+
+# CRDs are applied server-side: the NameServerCluster CRD is larger than the
+# annotation client-side apply keeps, and a Helm install's fields are taken over.
+.PHONY: install
+install: ## Install the CRDs (config/crd) into the cluster.
+	$(KUBECTL) apply --server-side --force-conflicts -k config/crd
+
+# Delete the NameServerClusters first, while their operator still runs: it
+# removes their finalizers, without which deleting the CRD waits.
+ignore-not-found ?= false
+.PHONY: uninstall
+uninstall: ## Delete the CRDs, and with them every NameServerCluster (ignore-not-found=true to not fail when absent).
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
+
+# config/default with the manager's image set to IMG and told to deploy IMG
+# as the NameServer image too, through an overlay in a temporary directory
+# under bin/ (kustomize takes no absolute paths), so that nothing in config/
+# changes.
+.PHONY: deploy
+deploy: ## Deploy the operator (CRD, RBAC, manager) from config/default, running IMG=<repository>:<tag>.
+	@tag="$(IMG)"; tag="$${tag##*:}"; repo="$(IMG)"; repo="$${repo%:*}"; \
+	  case "$(IMG)" in *:*) ;; *) tag=/;; esac; \
+	  case "$$tag" in */*) echo "IMG must be <repository>:<tag>, not $(IMG)"; exit 1;; esac; \
+	  mkdir -p bin && dir=$$(mktemp -d bin/deploy.XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
+	  printf '%s\n' "resources:" "- ../../config/default" \
+	    "images:" "- name: kube-namesrv/kube-namesrv" "  newName: $$repo" "  newTag: \"$$tag\"" \
+	    "patches:" "- target: {kind: Deployment, name: kube-namesrv-controller-manager}" \
+	    "  patch: '[{\"op\": \"add\", \"path\": \"/spec/template/spec/containers/0/args/-\", \"value\": \"--namesrv-image=$(IMG)\"}]'" \
+	    > "$$dir/kustomization.yaml" && \
+	  $(KUBECTL) apply --server-side --force-conflicts -k "$$dir"
+
+.PHONY: undeploy
+undeploy: ## Delete what deploy created, CRD included (ignore-not-found=true to not fail when absent).
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
 
 ##@ Operator code generation
 
@@ -140,15 +206,31 @@ monitoring-crds: $(CONTROLLER_GEN) ## Generate the Prometheus Operator CRDs of t
 
 ##@ Test
 
+# The cheap checks come first, then the tests that need no tool, then the
+# ones that wait for tools built from source (minutes to tens of minutes on
+# a cold machine: README, "Tests"), so a mistake shows before that wait.
 .PHONY: test
-test: verify-generated verify-chart-crds verify-chart-rules check-fmt vet test-rules test-unit fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+test: check-fmt check-makefile vet test-fast verify-generated verify-chart-crds verify-chart-rules test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+
+# The packages whose tests need a control plane (envtest), helm, bin/promql
+# or the image binaries; they fail, never skip, without them. Every other
+# package is in test-fast: a package whose tests start needing one of these
+# belongs here.
+SLOW_PACKAGES ?= ./controllers ./cmd/kubectl-nsc ./test/install ./test/monitoring
+FAST_PACKAGES ?= $(shell $(GO) list ./... | grep -vxF $(foreach p,$(SLOW_PACKAGES),-e $(MODULE)/$(p:./%=%)))
+
+.PHONY: test-fast
+test-fast: check-fmt ## gofmt, vet and -race tests of every package that needs no control plane, helm or image (2 minutes once built; FAST_PACKAGES=./namesrv/... for the NameServer alone, 40 s).
+	$(GO) vet $(FAST_PACKAGES)
+	$(GO) test -race -count=1 $(FAST_PACKAGES)
+
+.PHONY: test-slow
+test-slow: envtest-assets helm promql image-binaries ## The -race tests of SLOW_PACKAGES: envtest, install and monitoring (builds the tools they need first).
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) PROMQL=$(PROMQL) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
+	  $(GO) test -race -count=1 $(SLOW_PACKAGES)
 
 .PHONY: test-unit
-# test/install needs helm and the image binaries, test/monitoring helm and
-# bin/promql; they fail (never skip) without them.
-test-unit: envtest-assets helm promql image-binaries
-	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) PROMQL=$(PROMQL) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
-	  $(GO) test -race -count=1 ./...
+test-unit: test-fast test-slow ## Every package's tests (test-fast and test-slow), without fuzzing, vulncheck or the end-to-end suite.
 
 # test/monitoring checks every expression's names against real scrapes; this
 # checks the rules themselves.
@@ -214,6 +296,7 @@ envtest-assets: ## Build (or find) kube-apiserver, etcd and kubectl for envtest.
 FUZZ_TARGETS ?= \
 	./namesrv/remoting:FuzzConnStream ./namesrv/remoting:FuzzDecode \
 	./namesrv/remoting:FuzzBinaryHeader ./namesrv/remoting:FuzzJSONHeader \
+	./namesrv/remoting:FuzzFrameReader \
 	./namesrv/fjson:FuzzReader \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \

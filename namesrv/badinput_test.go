@@ -20,7 +20,7 @@ func crcOf(b []byte) string {
 }
 
 func TestCRCExampleOfTheProtocolReference(t *testing.T) {
-	// namesrv-protocol.md §6 item 19.
+	// docs/protocol.md#crc
 	if got := crcOf([]byte(`{"filterServerList":[]}`)); got != "2053024402" {
 		t.Fatalf("crc %s", got)
 	}
@@ -68,6 +68,8 @@ func TestBadRequestsGetAnErrorAndChangeNothing(t *testing.T) {
 	}{
 		{"crc mismatch", protocol.RegisterBroker, goodBody, []string{"brokerName", "evil", "brokerAddr", "6.6.6.6:1", "clusterName", "c", "brokerId", "0", "bodyCrc32", "12345"}, "crc32 not match"},
 		{"non-numeric crc", protocol.RegisterBroker, goodBody, []string{"brokerName", "evil", "brokerAddr", "6.6.6.6:1", "clusterName", "c", "brokerId", "0", "bodyCrc32", "abc"}, "bodyCrc32"},
+		// The checksum comes first, as in Java, whatever else is wrong.
+		{"crc mismatch and a missing field", protocol.RegisterBroker, goodBody, []string{"brokerAddr", "6.6.6.6:1", "clusterName", "c", "brokerId", "x", "bodyCrc32", "12345"}, "crc32 not match"},
 	}
 	add := func(name, remark string, code int32, data []byte, ext []string) {
 		tests = append(tests, struct {

@@ -22,7 +22,8 @@ func init() {
 
 // TestRocketMQClientGo drives the server with rocketmq-client-go, a client
 // nobody here wrote. It sends version 317, so it gets the legacy route
-// dialect with bare brokerAddrs keys and parses it by hand (§6 item 12).
+// dialect with bare brokerAddrs keys and parses it by hand
+// (docs/protocol.md#json-dialects).
 func TestRocketMQClientGo(t *testing.T) {
 	s := startServer(t, nil)
 	ns := s.Addr().String()

@@ -56,6 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Warn("configuration has keys this NameServer does not know; they are kept but have no effect", "keys", unknown)
 	}
 
+	// Caught before the server starts: it logs "boot success" from Start,
+	// and a SIGTERM that follows at once must stop it gracefully, not kill
+	// it.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	srv, err := namesrv.New(namesrv.Options{Config: cfg, Extra: extra, Logger: log})
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -65,9 +70,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	<-ctx.Done()
 	log.Info("shutting down: no new connections, answering requests already received")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)

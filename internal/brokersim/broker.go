@@ -35,7 +35,7 @@ type Config struct {
 	// Generation selects 4.9.x or 5.x request fields and body shapes.
 	Generation body.BrokerGeneration
 	// Compressed sends zlib bodies (a 4.9 broker says so in the header, a
-	// 5.x broker does not: §2.3.2).
+	// 5.x broker does not: docs/protocol.md#register-body-compressed).
 	Compressed bool
 	// Type is the header encoding of its requests.
 	Type   remoting.SerializeType

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -167,13 +166,13 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 	if err != nil {
 		return err
 	}
-	br := bufio.NewReaderSize(nc, 256<<10)
+	frames := remoting.NewFrameReader(bufio.NewReaderSize(nc, 256<<10), remoting.DefaultFrameMaxLength)
 	var dec remoting.Decoder
 	var cmd remoting.Command
 	for outstanding > 0 {
 		answered := 0
 		for {
-			frame, err := readFrame(br)
+			frame, err := frames.Next()
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -190,10 +189,7 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 				res.Errors++
 			}
 			answered++
-			if br.Buffered() < 4 {
-				break
-			}
-			if n, _ := br.Peek(4); br.Buffered() < 4+int(binary.BigEndian.Uint32(n)) {
+			if !frames.Ready() {
 				break
 			}
 		}
@@ -208,26 +204,4 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 		outstanding += sent
 	}
 	return nil
-}
-
-func readFrame(br *bufio.Reader) ([]byte, error) {
-	head, err := br.Peek(4)
-	if err != nil {
-		return nil, err
-	}
-	n := int(binary.BigEndian.Uint32(head))
-	if n > br.Size()-4 {
-		buf := make([]byte, 4+n)
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return nil, err
-		}
-		return buf[4:], nil
-	}
-	frame, err := br.Peek(4 + n)
-	if err != nil {
-		return nil, err
-	}
-	out := frame[4:]
-	br.Discard(4 + n)
-	return out, nil
 }

@@ -6,11 +6,10 @@ package remotingclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -160,22 +159,18 @@ func (c *Client) failure() error {
 	return c.err
 }
 
+// maxAnswerLength bounds an answer, length word included: 64 MiB after it,
+// four times the largest request a NameServer takes.
+const maxAnswerLength = 64<<20 + 4
+
 func (c *Client) readLoop() {
-	br := bufio.NewReader(c.nc)
+	frames := remoting.NewFrameReader(bufio.NewReader(c.nc), maxAnswerLength)
 	var dec remoting.Decoder
 	var cmd remoting.Command
 	err := func() error {
 		for {
-			var n [4]byte
-			if _, err := io.ReadFull(br, n[:]); err != nil {
-				return err
-			}
-			size := binary.BigEndian.Uint32(n[:])
-			if size > 64<<20 {
-				return fmt.Errorf("answer of %d bytes", size)
-			}
-			frame := make([]byte, size)
-			if _, err := io.ReadFull(br, frame); err != nil {
+			frame, err := frames.Next()
+			if err != nil {
 				return err
 			}
 			if err := dec.Decode(frame, &cmd); err != nil {
@@ -185,7 +180,7 @@ func (c *Client) readLoop() {
 				continue
 			}
 			r := &Response{Type: cmd.Type, Code: cmd.Code, Opaque: cmd.Opaque, Remark: string(cmd.Remark),
-				Ext: map[string]string{}, Body: cmd.Body}
+				Ext: map[string]string{}, Body: bytes.Clone(cmd.Body)}
 			for _, e := range cmd.Ext {
 				r.Ext[string(e.Key)] = string(e.Value)
 			}

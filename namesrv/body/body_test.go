@@ -117,7 +117,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 					want = strings.Replace(want, "A:4:2:6:1", "A:4:2:6:0", 1)
 				}
 			case compressed:
-				// The compressed form carries no topicSysFlag (§2.3.2).
+				// The compressed form carries no topicSysFlag
+				// (docs/protocol.md#register-body-compressed).
 				want = strings.Replace(want, "A:4:2:6:1", "A:4:2:6:0", 1)
 			}
 			if got := summary(out); got != want {
@@ -141,7 +142,7 @@ func TestCompressedInflatesToTheDocumentedLayout(t *testing.T) {
 	}
 	var raw bytes.Buffer
 	raw.ReadFrom(zr)
-	// namesrv-protocol.md §7.2
+	// docs/protocol.md#test-vectors
 	want := []byte("\x00\x00\x00\x38{\"counte")
 	if !bytes.HasPrefix(raw.Bytes(), want) {
 		t.Fatalf("inflated starts %q", raw.Bytes()[:12])
@@ -249,6 +250,16 @@ func TestDecodeQueueDatas(t *testing.T) {
 	}
 	if _, err := DecodeQueueDatas([]byte(`{"queueDatas":[{"perm":"x"}]}`)); err == nil {
 		t.Fatal("bad perm accepted")
+	}
+}
+
+// TestDecodeQueueDatasNull: Java reads "queueDatas":null as no queue data
+// (REGISTER_TOPIC_IN_NAMESRV then changes nothing and answers SUCCESS).
+func TestDecodeQueueDatasNull(t *testing.T) {
+	for _, in := range []string{`{"queueDatas":null}`, `{"brokerDatas":[],"queueDatas":null,"filterServerTable":{}}`, `{}`} {
+		if qs, err := DecodeQueueDatas([]byte(in)); err != nil || len(qs) != 0 {
+			t.Errorf("%s: %v %v", in, qs, err)
+		}
 	}
 }
 

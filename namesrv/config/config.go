@@ -1,8 +1,9 @@
 // Package config holds the NameServer configuration: every property of the
 // Java NameServer (NamesrvConfig and NettyServerConfig, same names and
-// defaults, protocol doc §4) plus a few Go additions, the Java properties text
-// format they are read from and printed in, the command line, and the live
-// store behind GET_NAMESRV_CONFIG (319) and UPDATE_NAMESRV_CONFIG (318).
+// defaults; docs/protocol.md#configuration) plus a few Go additions, the
+// Java properties text format they are read from and printed in, the
+// command line, and the live store behind GET_NAMESRV_CONFIG (319) and
+// UPDATE_NAMESRV_CONFIG (318).
 //
 // The Config struct is the registry: each field carries its property name,
 // default, runtime effect and a one-line doc in struct tags, so adding a key is
@@ -31,7 +32,7 @@ import (
 // '|'-separated values a string may take (matched ignoring case and stored
 // as written in the tag).
 type Config struct {
-	// NamesrvConfig (protocol doc §4.2).
+	// NamesrvConfig (org.apache.rocketmq.common.namesrv.NamesrvConfig).
 
 	RocketmqHome                         string `prop:"rocketmqHome" default:"${ROCKETMQ_HOME}" effect:"none" doc:"RocketMQ installation directory; Java refuses to start without it, this server does not need it"`
 	KVConfigPath                         string `prop:"kvConfigPath" default:"${user.home}/namesrv/kvConfig.json" effect:"restart" doc:"file holding the KV table of codes 100/101/102/219"`
@@ -56,8 +57,8 @@ type Config struct {
 	WaitSecondsForService                int    `prop:"waitSecondsForService" default:"45" min:"0" effect:"live" doc:"length of that wait, seconds"`
 	DeleteTopicWithBrokerRegistration    bool   `prop:"deleteTopicWithBrokerRegistration" default:"false" effect:"live" doc:"drop a master's topics missing from its registration"`
 
-	// NettyServerConfig (protocol doc §4.3). listenPort is 9876, the value
-	// NamesrvStartup sets before reading the -c file.
+	// NettyServerConfig (org.apache.rocketmq.remoting.netty). listenPort is
+	// 9876, the value NamesrvStartup sets before reading the -c file.
 
 	BindAddress                        string `prop:"bindAddress" default:"0.0.0.0" effect:"restart" doc:"address the remoting server listens on"`
 	ListenPort                         int    `prop:"listenPort" default:"9876" min:"0" max:"65535" effect:"restart" doc:"port the remoting server listens on"`

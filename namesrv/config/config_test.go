@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The keys of protocol doc §4.2 (NamesrvConfig) and §4.3 (NettyServerConfig)
+// The keys of Java's NamesrvConfig and NettyServerConfig
 // with the Java defaults, plus the Go additions.
 var javaDefaults = map[string]string{
 	"rocketmqHome":                         "/opt/rocketmq",

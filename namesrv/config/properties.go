@@ -285,11 +285,12 @@ func hexDigit(c byte) (rune, bool) {
 // shape of Java's MixAll.properties2String(props, true) that GET_NAMESRV_CONFIG
 // answers and UPDATE_NAMESRV_CONFIG persists. Unlike Java it escapes what
 // Properties.load would otherwise misread (backslashes, line breaks, leading
-// spaces, separators in keys; protocol doc §9.3), so ParseProperties, and the
-// Java admin tool, read back exactly props. Characters outside printable ASCII
-// are written as \uXXXX, as Properties.store does, because the Java admin
-// decodes this text as ISO-8859-1; bytes that are not valid UTF-8 are copied
-// as they are. When a key repeats, its last value is kept.
+// spaces, separators in keys; docs/protocol.md#properties-format), so
+// ParseProperties, and the Java admin tool, read back exactly props.
+// Characters outside printable ASCII are written as \uXXXX, as
+// Properties.store does, because the Java admin decodes this text as
+// ISO-8859-1; bytes that are not valid UTF-8 are copied as they are. When a
+// key repeats, its last value is kept.
 func FormatProperties(props []Property) []byte {
 	sorted := make([]Property, 0, len(props))
 	last := make(map[string]int, len(props))

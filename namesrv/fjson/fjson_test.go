@@ -2,6 +2,7 @@ package fjson
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,29 +104,17 @@ func TestDepthIsBounded(t *testing.T) {
 
 func TestTypedReads(t *testing.T) {
 	r := NewReader([]byte(`{"n":"42","b":"TRUE","i":-7,"big":9223372036854775807,"min":-9223372036854775808,"nul":null}`))
-	if err := r.BeginObject(); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]any{}
-	for {
-		k, ok, err := r.NextKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
+	for k := range r.Members() {
 		switch string(k) {
 		case "b":
-			got["b"], err = r.Bool()
-		case "nul":
-			got["nul"], err = r.Int64()
+			got["b"] = r.Bool()
 		default:
-			got[string(k)], err = r.Int64()
+			got[string(k)] = r.Int64()
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", k, err)
-		}
+	}
+	if err := r.End(); err != nil {
+		t.Fatal(err)
 	}
 	want := map[string]any{"n": int64(42), "b": true, "i": int64(-7), "big": int64(9223372036854775807), "min": int64(-9223372036854775808), "nul": int64(0)}
 	for k, v := range want {
@@ -137,12 +126,124 @@ func TestTypedReads(t *testing.T) {
 
 func TestIntErrors(t *testing.T) {
 	for _, in := range []string{`"abc"`, `9223372036854775808`, `1.5`, `{}`, `true`} {
-		if _, err := NewReader([]byte(in)).Int64(); err == nil {
-			t.Errorf("Int64(%s) accepted", in)
+		r := NewReader([]byte(in))
+		if v := r.Int64(); r.Err() == nil || v != 0 {
+			t.Errorf("Int64(%s) = %d, err %v", in, v, r.Err())
 		}
 	}
-	if _, err := NewReader([]byte(`4294967296`)).Int32(); err == nil {
+	r := NewReader([]byte(`4294967296`))
+	if r.Int32(); r.Err() == nil {
 		t.Error("Int32 accepted a 33-bit value")
+	}
+}
+
+// TestErrorsAreSticky: after the first error every read yields a zero value,
+// the loops end, and Err and End report that first error.
+func TestErrorsAreSticky(t *testing.T) {
+	r := NewReader([]byte(`{"a":"x","b":2,"c":[1,2]}`))
+	var keys []string
+	var b int64
+	for k := range r.Members() {
+		keys = append(keys, string(k))
+		switch string(k) {
+		case "a":
+			r.Int32()
+		case "b":
+			b = r.Int64()
+		default:
+			r.Skip()
+		}
+	}
+	first := r.Err()
+	if first == nil || !strings.Contains(first.Error(), `"x" is not an integer`) {
+		t.Fatalf("err = %v", first)
+	}
+	if len(keys) != 1 || b != 0 {
+		t.Fatalf("the loop went on after the error: keys %v, b %d", keys, b)
+	}
+	if r.Int64() != 0 || r.Bool() || r.Peek() != 0 || r.Null() || r.Raw() != nil {
+		t.Fatal("a read after the error returned something")
+	}
+	for range r.Items() {
+		t.Fatal("Items yielded after the error")
+	}
+	if text, isNull := r.Scalar(); text != nil || isNull {
+		t.Fatal("Scalar returned something after the error")
+	}
+	if err := r.End(); err != first {
+		t.Fatalf("End = %v, want the first error %v", err, first)
+	}
+	r.Reset([]byte(`{}`))
+	for range r.Members() {
+	}
+	if err := r.End(); err != nil {
+		t.Fatalf("Reset kept the error: %v", err)
+	}
+}
+
+// TestErrorsNameTheirPath: a syntax error says which member or element it
+// was reading, so decoders need not wrap each field's error.
+func TestErrorsNameTheirPath(t *testing.T) {
+	tests := []struct{ in, path string }{
+		{`{"a":{"b":[1,{"c":"x"}]}}`, "a.b[1].c"},
+		{`{"a":1,"b":"x"}`, "b"},
+		{`[0,1,"x"]`, "[2]"},
+		{`{0:{'k':"x"}}`, "0.k"},
+		{`"x"`, ""},
+		{`{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":"x"}}}}}}}}}`, "a.b.c.d.e.f.g.h..."},
+	}
+	for _, tt := range tests {
+		r := NewReader([]byte(tt.in))
+		readInts(r)
+		var se *SyntaxError
+		if !errors.As(r.Err(), &se) || se.Path != tt.path {
+			t.Errorf("%s: err %v, want path %q", tt.in, r.Err(), tt.path)
+		}
+	}
+	r := NewReader([]byte(`{"a":"x"}`))
+	readInts(r)
+	if got, want := r.Err().Error(), `json: "x" is not an integer at a (offset 5)`; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+}
+
+// readInts reads a document whose leaves must all be integers.
+func readInts(r *Reader) {
+	switch r.Peek() {
+	case '{':
+		for range r.Members() {
+			readInts(r)
+		}
+	case '[':
+		for range r.Items() {
+			readInts(r)
+		}
+	default:
+		r.Int64()
+	}
+}
+
+func TestItemsYieldIndexes(t *testing.T) {
+	r := NewReader([]byte(`[ "a", 'b' ,"c",]`))
+	var got []string
+	for i := range r.Items() {
+		s, _ := r.Scalar()
+		got = append(got, strconv.Itoa(i)+string(s))
+	}
+	if err := r.End(); err != nil || strings.Join(got, " ") != "0a 1b 2c" {
+		t.Fatalf("got %v, err %v", got, err)
+	}
+}
+
+func TestMembersNeedAnObject(t *testing.T) {
+	for _, in := range []string{`[]`, `null`, `1`, ``} {
+		r := NewReader([]byte(in))
+		for range r.Members() {
+			t.Fatalf("%s yielded a member", in)
+		}
+		if !errors.Is(r.Err(), ErrSyntax) {
+			t.Errorf("%s: err %v, want a syntax error", in, r.Err())
+		}
 	}
 }
 
@@ -202,6 +303,6 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("not stable: %s then %s", out, out2)
 			}
 		}
-		_ = NewReader(data).Skip()
+		NewReader(data).Skip()
 	})
 }

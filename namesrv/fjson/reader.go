@@ -7,7 +7,7 @@
 // needs (bare keys, single-quoted strings, trailing commas, numbers or
 // booleans where strings are expected) and never panics on any input; the
 // writer functions produce both dialects the NameServer must answer in
-// (namesrv-protocol.md §2.4, §6 items 11-16).
+// (docs/protocol.md#json-dialects).
 //
 // The Reader is a pull parser without reflection or per-value allocation, so
 // it serves both the hot header path and the multi-megabyte registration
@@ -17,7 +17,9 @@ package fjson
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -27,14 +29,25 @@ import (
 // costing more than a small, fixed amount of stack.
 const MaxDepth = 128
 
+// maxPath is how many levels of the path to a value a SyntaxError names;
+// every document the NameServer decodes itself nests less deeply.
+const maxPath = 8
+
 // SyntaxError reports malformed input and where it was found.
 type SyntaxError struct {
 	Offset int
-	Msg    string
+	// Path names the value being read, as member names and array indexes
+	// from the top ("topicConfigTable.TopicA.perm", "queueDatas[2]"); empty
+	// at the top level.
+	Path string
+	Msg  string
 }
 
 func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("json: %s at offset %d", e.Msg, e.Offset)
+	if e.Path == "" {
+		return fmt.Sprintf("json: %s at offset %d", e.Msg, e.Offset)
+	}
+	return fmt.Sprintf("json: %s at %s (offset %d)", e.Msg, e.Path, e.Offset)
 }
 
 // ErrSyntax is matched by every *SyntaxError through errors.Is.
@@ -45,6 +58,11 @@ func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
 
 // Reader is a pull parser over one JSON document held in memory.
 //
+// Reads do not return errors. The first one is kept, as franz-go's
+// kbin.Reader keeps it: every later read returns a zero value and the
+// Members and Items loops end. A decoder therefore reads every field it
+// wants and checks Err (or End) once.
+//
 // Byte slices it returns alias either the input or an internal scratch
 // buffer; they stay valid until the next Reset.
 type Reader struct {
@@ -54,6 +72,16 @@ type Reader struct {
 	first   bool
 	bare    bool
 	scratch []byte
+	err     error
+	// path records, for the levels open, the member or index being read,
+	// so that an error can say where it happened.
+	path [maxPath]pathElem
+}
+
+type pathElem struct {
+	key   []byte
+	index int
+	array bool
 }
 
 // NewReader returns a Reader positioned at the start of data.
@@ -63,24 +91,53 @@ func NewReader(data []byte) *Reader {
 	return r
 }
 
-// Reset repositions the Reader at the start of data, keeping its scratch
-// buffer for reuse.
+// Reset repositions the Reader at the start of data and forgets its error,
+// keeping its scratch buffer for reuse.
 func (r *Reader) Reset(data []byte) {
 	r.data = data
 	r.pos = 0
 	r.depth = 0
 	r.first = false
+	r.err = nil
 	r.scratch = r.scratch[:0]
 }
+
+// Err is the first error the Reader met, or nil.
+func (r *Reader) Err() error { return r.err }
 
 // Size is the length of the document.
 func (r *Reader) Size() int { return len(r.data) }
 
-// Offset is the position of the next unread byte.
-func (r *Reader) Offset() int { return r.pos }
+// fail records an error at the current offset, unless one is recorded, and
+// moves to the end of the input: every later read then finds nothing to
+// read, which is what keeps the error sticky without a test on every path.
+func (r *Reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = &SyntaxError{Offset: r.pos, Path: r.pathString(), Msg: fmt.Sprintf(format, args...)}
+	}
+	r.pos = len(r.data)
+}
 
-func (r *Reader) errorf(format string, args ...any) error {
-	return &SyntaxError{Offset: r.pos, Msg: fmt.Sprintf(format, args...)}
+func (r *Reader) pathString() string {
+	var b strings.Builder
+	for i := range min(r.depth, maxPath) {
+		e := &r.path[i]
+		switch {
+		case e.array && e.index >= 0:
+			b.WriteString("[" + strconv.Itoa(e.index) + "]")
+		case !e.array && e.key != nil:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.Write(e.key)
+		default:
+			return b.String()
+		}
+	}
+	if r.depth > maxPath {
+		b.WriteString("...")
+	}
+	return b.String()
 }
 
 func (r *Reader) skipWS() {
@@ -95,7 +152,8 @@ func (r *Reader) skipWS() {
 	}
 }
 
-// Peek returns the next non-blank byte without consuming it, or 0 at the end.
+// Peek returns the next non-blank byte without consuming it, or 0 at the end
+// or after an error.
 func (r *Reader) Peek() byte {
 	r.skipWS()
 	if r.pos >= len(r.data) {
@@ -104,12 +162,13 @@ func (r *Reader) Peek() byte {
 	return r.data[r.pos]
 }
 
-// End checks that nothing but whitespace follows the document.
+// End checks that nothing but whitespace follows the document, and returns
+// the Reader's error.
 func (r *Reader) End() error {
 	if r.Peek() != 0 {
-		return r.errorf("unexpected %q after the document", r.data[r.pos])
+		r.fail("unexpected %q after the document", r.data[r.pos])
 	}
-	return nil
+	return r.err
 }
 
 func (r *Reader) literal(word string) bool {
@@ -126,37 +185,62 @@ func (r *Reader) Null() bool {
 	return r.literal("null")
 }
 
-// BeginObject consumes the '{' that opens an object.
-func (r *Reader) BeginObject() error {
-	if r.Peek() != '{' {
-		return r.errorf("expected an object")
+// Members reads an object and yields the name of each member. The loop
+// body reads the member's value (or Skips it) before the next iteration;
+// the loop ends after the closing '}' or at the first error. Names may be
+// quoted, single-quoted or bare (fastjson writes integer map keys bare).
+// A value other than an object is an error (test Null first where null is
+// allowed).
+func (r *Reader) Members() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		if !r.enter('{', "expected an object") {
+			return
+		}
+		for {
+			key, ok := r.nextKey()
+			if !ok || !yield(key) {
+				return
+			}
+		}
 	}
-	return r.enter()
 }
 
-// BeginArray consumes the '[' that opens an array.
-func (r *Reader) BeginArray() error {
-	if r.Peek() != '[' {
-		return r.errorf("expected an array")
+// Items reads an array and yields the index of each element; the loop body
+// reads the element. The loop ends after the closing ']' or at the first
+// error.
+func (r *Reader) Items() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if !r.enter('[', "expected an array") {
+			return
+		}
+		for i := 0; r.nextItem() && yield(i); i++ {
+		}
 	}
-	return r.enter()
 }
 
-func (r *Reader) enter() error {
+// enter consumes the '{' or '[' that opens a container.
+func (r *Reader) enter(open byte, msg string) bool {
+	if r.Peek() != open {
+		r.fail("%s", msg)
+		return false
+	}
 	if r.depth >= MaxDepth {
-		return r.errorf("nesting deeper than %d", MaxDepth)
+		r.fail("nesting deeper than %d", MaxDepth)
+		return false
+	}
+	if r.depth < maxPath {
+		r.path[r.depth] = pathElem{array: open == '[', index: -1}
 	}
 	r.depth++
 	r.pos++
 	r.first = true
-	return nil
+	return true
 }
 
-// NextKey returns the next member name of the current object and consumes
-// the ':' after it; ok is false once the closing '}' has been consumed.
-// Keys may be quoted, single-quoted or bare (fastjson writes integer map keys
-// bare). The caller must consume the member's value before calling again.
-func (r *Reader) NextKey() (key []byte, ok bool, err error) {
+// nextKey returns the next member name of the current object and consumes
+// the ':' after it; ok is false once the closing '}' has been consumed, or
+// on an error.
+func (r *Reader) nextKey() (key []byte, ok bool) {
 	c := r.Peek()
 	if r.first {
 		r.first = false
@@ -167,31 +251,34 @@ func (r *Reader) NextKey() (key []byte, ok bool, err error) {
 			c = r.Peek()
 		case '}':
 		default:
-			return nil, false, r.errorf("expected ',' or '}' in an object")
+			r.fail("expected ',' or '}' in an object")
+			return nil, false
 		}
 	}
-	if c == '}' {
+	switch c {
+	case '}':
 		r.pos++
 		r.depth--
-		return nil, false, nil
-	}
-	r.bare = c != '"' && c != '\''
-	switch c {
-	case '"', '\'':
-		key, err = r.String()
+		return nil, false
 	case 0:
-		return nil, false, r.errorf("unterminated object")
+		r.fail("unterminated object")
+		return nil, false
+	case '"', '\'':
+		r.bare = false
+		key = r.str()
 	default:
-		key, err = r.bareKey()
+		r.bare = true
+		key = r.bareKey()
 	}
-	if err != nil {
-		return nil, false, err
+	if r.depth <= maxPath {
+		r.path[r.depth-1].key = key
 	}
 	if r.Peek() != ':' {
-		return nil, false, r.errorf("expected ':' after a member name")
+		r.fail("expected ':' after a member name")
+		return nil, false
 	}
 	r.pos++
-	return key, true, nil
+	return key, true
 }
 
 func isBareKeyByte(c byte) bool {
@@ -199,20 +286,21 @@ func isBareKeyByte(c byte) bool {
 		c == '_' || c == '$' || c == '-' || c == '+' || c == '.'
 }
 
-func (r *Reader) bareKey() ([]byte, error) {
+func (r *Reader) bareKey() []byte {
 	start := r.pos
 	for r.pos < len(r.data) && isBareKeyByte(r.data[r.pos]) {
 		r.pos++
 	}
 	if r.pos == start {
-		return nil, r.errorf("expected a member name")
+		r.fail("expected a member name")
+		return nil
 	}
-	return r.data[start:r.pos], nil
+	return r.data[start:r.pos]
 }
 
-// More reports whether the current array has another element, consuming the
-// separating ',' or the closing ']'.
-func (r *Reader) More() (bool, error) {
+// nextItem consumes the ',' before the next element of the current array,
+// or the closing ']' (false).
+func (r *Reader) nextItem() bool {
 	c := r.Peek()
 	if r.first {
 		r.first = false
@@ -223,52 +311,59 @@ func (r *Reader) More() (bool, error) {
 			c = r.Peek()
 		case ']':
 		default:
-			return false, r.errorf("expected ',' or ']' in an array")
+			r.fail("expected ',' or ']' in an array")
+			return false
 		}
 	}
 	switch c {
 	case ']':
 		r.pos++
 		r.depth--
-		return false, nil
+		return false
 	case 0:
-		return false, r.errorf("unterminated array")
+		r.fail("unterminated array")
+		return false
 	}
-	return true, nil
+	if r.depth <= maxPath {
+		r.path[r.depth-1].index++
+	}
+	return true
 }
 
-// String reads a string value (double- or single-quoted) and returns its
+// str reads a string value (double- or single-quoted) and returns its
 // unescaped bytes.
-func (r *Reader) String() ([]byte, error) {
+func (r *Reader) str() []byte {
 	q := r.Peek()
 	if q != '"' && q != '\'' {
-		return nil, r.errorf("expected a string")
+		r.fail("expected a string")
+		return nil
 	}
 	r.pos++
 	start := r.pos
 	for i, c := range r.data[start:] {
 		if c == q {
 			r.pos = start + i + 1
-			return r.data[start : start+i], nil
+			return r.data[start : start+i]
 		}
 		if c == '\\' {
 			return r.unescape(start, start+i, q)
 		}
 	}
 	r.pos = len(r.data)
-	return nil, r.errorf("unterminated string")
+	r.fail("unterminated string")
+	return nil
 }
 
 // unescape continues reading a string whose first escape is at i, writing the
 // unescaped bytes into the scratch buffer.
-func (r *Reader) unescape(start, i int, q byte) ([]byte, error) {
+func (r *Reader) unescape(start, i int, q byte) []byte {
 	out := len(r.scratch)
 	r.scratch = append(r.scratch, r.data[start:i]...)
 	for i < len(r.data) {
 		c := r.data[i]
 		if c == q {
 			r.pos = i + 1
-			return r.scratch[out:len(r.scratch):len(r.scratch)], nil
+			return r.scratch[out:len(r.scratch):len(r.scratch)]
 		}
 		if c != '\\' {
 			r.scratch = append(r.scratch, c)
@@ -297,7 +392,8 @@ func (r *Reader) unescape(start, i int, q byte) ([]byte, error) {
 			ch, ok := hex4(r.data, i)
 			if !ok {
 				r.pos = i
-				return nil, r.errorf("malformed \\u escape")
+				r.fail("malformed \\u escape")
+				return nil
 			}
 			i += 4
 			if utf16.IsSurrogate(ch) {
@@ -311,11 +407,13 @@ func (r *Reader) unescape(start, i int, q byte) ([]byte, error) {
 			r.scratch = utf8.AppendRune(r.scratch, ch)
 		default:
 			r.pos = i - 1
-			return nil, r.errorf("invalid escape '\\%c'", e)
+			r.fail("invalid escape '\\%c'", e)
+			return nil
 		}
 	}
 	r.pos = len(r.data)
-	return nil, r.errorf("unterminated string")
+	r.fail("unterminated string")
+	return nil
 }
 
 func hex4(b []byte, i int) (rune, bool) {
@@ -340,31 +438,31 @@ func hex4(b []byte, i int) (rune, bool) {
 
 // Scalar reads any non-container value and returns its text the way fastjson
 // fills a String field: a string's contents, or the literal text of a number
-// or boolean. null yields isNull.
-func (r *Reader) Scalar() (text []byte, isNull bool, err error) {
+// or boolean. null yields isNull and no text.
+func (r *Reader) Scalar() (text []byte, isNull bool) {
 	switch c := r.Peek(); {
 	case c == '"' || c == '\'':
-		text, err = r.String()
-		return text, false, err
+		return r.str(), false
 	case c == 'n':
 		if r.literal("null") {
-			return nil, true, nil
+			return nil, true
 		}
 	case c == 't':
 		if r.literal("true") {
-			return r.data[r.pos-4 : r.pos], false, nil
+			return r.data[r.pos-4 : r.pos], false
 		}
 	case c == 'f':
 		if r.literal("false") {
-			return r.data[r.pos-5 : r.pos], false, nil
+			return r.data[r.pos-5 : r.pos], false
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		return r.number()
+		return r.number(), false
 	}
-	return nil, false, r.errorf("expected a string, number or boolean")
+	r.fail("expected a string, number or boolean")
+	return nil, false
 }
 
-func (r *Reader) number() ([]byte, bool, error) {
+func (r *Reader) number() []byte {
 	start := r.pos
 	if r.data[r.pos] == '-' {
 		r.pos++
@@ -379,52 +477,46 @@ func (r *Reader) number() ([]byte, bool, error) {
 		break
 	}
 	if r.pos == digits {
-		return nil, false, r.errorf("malformed number")
+		r.fail("malformed number")
+		return nil
 	}
-	return r.data[start:r.pos], false, nil
+	return r.data[start:r.pos]
 }
 
 // Int64 reads an integer given as a number or as a string holding one
 // (fastjson converts both); null reads as 0.
-func (r *Reader) Int64() (int64, error) {
+func (r *Reader) Int64() int64 {
 	at := r.pos
-	text, isNull, err := r.Scalar()
-	if err != nil {
-		return 0, err
-	}
+	text, isNull := r.Scalar()
 	if isNull {
-		return 0, nil
+		return 0
 	}
 	v, ok := ParseInt(text)
 	if !ok {
 		r.pos = at
-		return 0, r.errorf("%q is not an integer", text)
+		r.fail("%q is not an integer", text)
+		return 0
 	}
-	return v, nil
+	return v
 }
 
 // Int32 reads an integer that must fit 32 bits.
-func (r *Reader) Int32() (int32, error) {
+func (r *Reader) Int32() int32 {
 	at := r.pos
-	v, err := r.Int64()
-	if err != nil {
-		return 0, err
-	}
+	v := r.Int64()
 	if int64(int32(v)) != v {
 		r.pos = at
-		return 0, r.errorf("%d does not fit 32 bits", v)
+		r.fail("%d does not fit 32 bits", v)
+		return 0
 	}
-	return int32(v), nil
+	return int32(v)
 }
 
 // Bool reads a boolean given as a literal or a string ("true", any case);
 // null reads as false.
-func (r *Reader) Bool() (bool, error) {
-	text, isNull, err := r.Scalar()
-	if err != nil || isNull {
-		return false, err
-	}
-	return ParseBool(text), nil
+func (r *Reader) Bool() bool {
+	text, _ := r.Scalar()
+	return ParseBool(text)
 }
 
 // ParseInt parses a decimal integer without allocating.
@@ -470,137 +562,30 @@ func ParseBool(b []byte) bool {
 }
 
 // Skip consumes one value of any kind.
-func (r *Reader) Skip() error {
+func (r *Reader) Skip() {
 	switch r.Peek() {
 	case '{':
-		if err := r.BeginObject(); err != nil {
-			return err
-		}
-		for {
-			_, ok, err := r.NextKey()
-			if err != nil || !ok {
-				return err
-			}
-			if err := r.Skip(); err != nil {
-				return err
-			}
+		for range r.Members() {
+			r.Skip()
 		}
 	case '[':
-		if err := r.BeginArray(); err != nil {
-			return err
+		for range r.Items() {
+			r.Skip()
 		}
-		for {
-			ok, err := r.More()
-			if err != nil || !ok {
-				return err
-			}
-			if err := r.Skip(); err != nil {
-				return err
-			}
-		}
+	default:
+		r.Scalar()
 	}
-	_, _, err := r.Scalar()
-	return err
 }
 
 // Raw consumes one value and returns its undecoded bytes.
-func (r *Reader) Raw() ([]byte, error) {
+func (r *Reader) Raw() []byte {
 	r.skipWS()
 	start := r.pos
-	if err := r.Skip(); err != nil {
-		return nil, err
+	r.Skip()
+	if r.err != nil {
+		return nil
 	}
-	return r.data[start:r.pos], nil
-}
-
-// Kind classifies a Value.
-type Kind uint8
-
-// The kinds of JSON values.
-const (
-	Null Kind = iota
-	Bool
-	Number
-	String
-	Array
-	Object
-)
-
-// Value is a decoded JSON value kept for passing through, such as the
-// static-topic mapping infos a broker registers and clients read back.
-type Value struct {
-	Kind    Kind
-	Text    string // a string's contents, or a number's or boolean's literal
-	Items   []Value
-	Members []Member
-}
-
-// Member is one name/value pair of an object. Bare records that the name was
-// written without quotes (a fastjson integer map key), so that it can be
-// written back the same way in the legacy dialect.
-type Member struct {
-	Key   string
-	Bare  bool
-	Value Value
-}
-
-// Value reads any value into a tree.
-func (r *Reader) Value() (Value, error) {
-	switch r.Peek() {
-	case '{':
-		if err := r.BeginObject(); err != nil {
-			return Value{}, err
-		}
-		v := Value{Kind: Object}
-		for {
-			key, ok, err := r.NextKey()
-			if err != nil {
-				return Value{}, err
-			}
-			if !ok {
-				return v, nil
-			}
-			m := Member{Key: string(key), Bare: r.bare}
-			if m.Value, err = r.Value(); err != nil {
-				return Value{}, err
-			}
-			v.Members = append(v.Members, m)
-		}
-	case '[':
-		if err := r.BeginArray(); err != nil {
-			return Value{}, err
-		}
-		v := Value{Kind: Array}
-		for {
-			ok, err := r.More()
-			if err != nil {
-				return Value{}, err
-			}
-			if !ok {
-				return v, nil
-			}
-			item, err := r.Value()
-			if err != nil {
-				return Value{}, err
-			}
-			v.Items = append(v.Items, item)
-		}
-	}
-	text, isNull, err := r.Scalar()
-	switch {
-	case err != nil:
-		return Value{}, err
-	case isNull:
-		return Value{Kind: Null}, nil
-	}
-	v := Value{Text: string(text), Kind: Number}
-	switch c := r.data[r.pos-1]; {
-	case c == '"' || c == '\'':
-		v.Kind = String
-	case text[0] == 't' || text[0] == 'f':
-		v.Kind = Bool
-	}
-	return v, nil
+	return r.data[start:r.pos]
 }
 
 // Quote renders untrusted input for an error message: Go-quoted and cut to

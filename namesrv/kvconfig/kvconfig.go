@@ -1,8 +1,9 @@
 // Package kvconfig is the NameServer's namespaced key/value store behind
 // PUT_KV_CONFIG (100), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102) and
 // GET_KVLIST_BY_NAMESPACE (219), persisted in Java's kvConfig.json format
-// (protocol doc §2.2, §4.6, §8.4). It is the only state the NameServer keeps
-// across restarts, so a write is acknowledged only once it is durable.
+// (docs/protocol.md#kv-config, docs/protocol.md#kv-store). It is the only
+// state the NameServer keeps across restarts, so a write is acknowledged
+// only once it is durable.
 //
 // Readers use an immutable snapshot published through an atomic pointer:
 // Get and KVTable never wait, not even behind a writer's fsync, which matters

@@ -30,6 +30,14 @@ func newProcessor(tb testing.TB) *Processor {
 	})
 }
 
+// benchConn stands in for the broker's connection.
+type benchConn struct{ marked bool }
+
+func (*benchConn) Close() error       { return nil }
+func (*benchConn) RemoteAddr() string { return "127.0.0.1:1" }
+func (c *benchConn) Mark()            { c.marked = true }
+func (c *benchConn) Marked() bool     { return c.marked }
+
 // registration builds a REGISTER_BROKER request of a broker with n topics.
 func registration(tb testing.TB, broker string, n int, counter int64, compressed bool) *remoting.Command {
 	tb.Helper()
@@ -66,6 +74,7 @@ func BenchmarkRegister(b *testing.B) {
 			for _, kind := range []string{"first", "heartbeat", "newversion"} {
 				b.Run(fmt.Sprintf("%s/%d/%s", form, n, kind), func(b *testing.B) {
 					p := newProcessor(b)
+					c := &benchConn{}
 					var resp remoting.Response
 					reqs := []*remoting.Command{registration(b, "broker-a", n, 1, compressed), registration(b, "broker-a", n, 2, compressed)}
 					b.SetBytes(int64(len(reqs[0].Body)))
@@ -80,7 +89,7 @@ func BenchmarkRegister(b *testing.B) {
 						case "heartbeat":
 							if i == 0 {
 								b.StopTimer()
-								p.Serve(nil, reqs[0], &resp)
+								p.serve(c, reqs[0], &resp)
 								b.StartTimer()
 							}
 						}
@@ -89,7 +98,7 @@ func BenchmarkRegister(b *testing.B) {
 							req = reqs[i%2]
 						}
 						resp.Reset()
-						p.Serve(nil, req, &resp)
+						p.serve(c, req, &resp)
 						if resp.Code != protocol.Success {
 							b.Fatalf("%d %s", resp.Code, resp.Remark)
 						}
@@ -106,7 +115,7 @@ func BenchmarkRegister(b *testing.B) {
 func BenchmarkServeRoute(b *testing.B) {
 	p := newProcessor(b)
 	var resp remoting.Response
-	p.Serve(nil, registration(b, "broker-a", 100, 1, false), &resp)
+	p.serve(&benchConn{}, registration(b, "broker-a", 100, 1, false), &resp)
 	for _, tt := range []struct {
 		name    string
 		topic   string
@@ -116,9 +125,10 @@ func BenchmarkServeRoute(b *testing.B) {
 			req := &remoting.Command{Code: protocol.GetRouteInfoByTopic, Version: tt.version,
 				Ext: []remoting.ExtField{{Key: []byte("topic"), Value: []byte(tt.topic)}}}
 			b.ReportAllocs()
+			c := &benchConn{}
 			for b.Loop() {
 				resp.Reset()
-				p.Serve(nil, req, &resp)
+				p.serve(c, req, &resp)
 			}
 		})
 	}

@@ -1,7 +1,7 @@
 // Package processor answers NameServer requests: it reads each request code's
 // header fields and body, applies it to the route table, the KV store or the
 // live configuration, and fills in the answer the Java NameServer would give
-// (namesrv-protocol.md §2; choices where Java has none in
+// (docs/protocol.md#request-codes; choices where Java has none in
 // docs/compatibility.md).
 package processor
 
@@ -19,6 +19,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/header"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
@@ -83,8 +84,23 @@ const (
 	remarkProperties    = "string2Properties error"
 )
 
+// conn is what the processor uses of a connection: *remoting.Conn, whose
+// closing (as a route.Channel) cuts off an expired broker.
+type conn interface {
+	route.Channel
+	RemoteAddr() string
+	// Mark and Marked remember that the connection carried a broker's
+	// request.
+	Mark()
+	Marked() bool
+}
+
 // Serve implements remoting.Handler.
 func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) {
+	p.serve(c, req, resp)
+}
+
+func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response) {
 	var err error
 	switch req.Code {
 	case protocol.GetRouteInfoByTopic:
@@ -139,8 +155,9 @@ func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remotin
 			resp.Fail(protocol.SystemError, remarkDisabled)
 			return
 		}
-		cluster, _ := req.ExtValue("cluster")
-		resp.Body = body.AppendTopicList(nil, p.routes.TopicsByCluster(string(cluster)), "")
+		var h header.GetTopicsByCluster
+		h.Decode(req)
+		resp.Body = body.AppendTopicList(nil, p.routes.TopicsByCluster(h.Cluster), "")
 	case protocol.GetSystemTopicListFromNS:
 		topics, addr := p.routes.SystemTopics()
 		resp.Body = body.AppendTopicList(nil, topics, addr)
@@ -161,8 +178,8 @@ func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remotin
 		return
 	}
 	if err != nil {
-		var fe *fieldError
-		if !errors.As(err, &fe) {
+		var bad *header.Error
+		if !errors.As(err, &bad) {
 			p.log.Warn("request failed", "code", req.Code, "remote", c.RemoteAddr(), "err", err)
 		}
 		// Java answers an exception without the header class's fields.
@@ -186,7 +203,7 @@ func unitFilter(code int32) route.UnitFilter {
 // asks another NameServer. Connections that carried a broker request
 // (marked) are always served: closing one would evict its broker, and a
 // broker's own route queries go over the connection it registers on.
-func (p *Processor) gated(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) bool {
+func (p *Processor) gated(c conn, req *remoting.Command, resp *remoting.Response) bool {
 	if !p.gate.Closed() || c.Marked() {
 		return false
 	}
@@ -196,9 +213,9 @@ func (p *Processor) gated(c *remoting.Conn, req *remoting.Command, resp *remotin
 }
 
 // Closed implements remoting.Handler: a broker whose registration
-// connection closes is evicted at once (§3.5). Only connections that
-// carried a broker request can be a registration's, so a client's
-// disconnect does not take the table's writers' lock.
+// connection closes is evicted at once (docs/protocol.md#closed-connections).
+// Only connections that carried a broker request can be a registration's,
+// so a client's disconnect does not take the table's writers' lock.
 func (p *Processor) Closed(c *remoting.Conn) {
 	if c.Marked() && !p.draining.Load() {
 		p.routes.ChannelClosed(c)
@@ -213,66 +230,62 @@ func (p *Processor) routeInfo(req *remoting.Command, resp *remoting.Response) {
 		resp.Fail(protocol.SystemError, remarkNotReady)
 		return
 	}
-	topic, hasTopic := req.ExtValue("topic")
+	var h header.GetRouteInfo
+	h.Decode(req)
 	d := fjson.Legacy
-	if req.Version >= protocol.V4_9_4 {
-		d = fjson.Standard
-	} else if v, ok := req.ExtValue("acceptStandardJsonOnly"); ok && fjson.ParseBool(v) {
+	if req.Version >= protocol.V4_9_4 || h.AcceptStandardJSONOnly {
 		d = fjson.Standard
 	}
-	if zone, ok := zoneRequested(req); ok {
-		if rd, found := p.routes.RouteData(string(topic)); found {
+	if zone, ok := h.Zone(); ok {
+		if rd, found := p.routes.RouteData(string(h.Topic)); found {
 			filtered := filterByZone(rd, zone)
 			resp.Body = body.AppendTopicRouteData(nil, &filtered, fjson.Legacy)
 			return
 		}
-	} else if b, found := p.routes.Route(topic, d); found {
+	} else if b, found := p.routes.Route(h.Topic, d); found {
 		resp.Body = b
 		return
 	}
 	resp.Code = protocol.TopicNotExist
 	resp.Remark = append(resp.Remark[:0], remarkNoRoutePrefix...)
-	if hasTopic {
-		resp.Remark = append(resp.Remark, topic...)
+	if h.HasTopic {
+		resp.Remark = append(resp.Remark, h.Topic...)
 	} else {
 		resp.Remark = append(resp.Remark, "null"...)
 	}
 	resp.Remark = append(resp.Remark, remarkNoRouteSuffix...)
 }
 
-func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp *remoting.Response) error {
+func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting.Response) error {
 	// Java builds the answer with its header class first, so every answer
 	// to a registration, even a refusal, carries "extFields":{}.
 	resp.HasExt = true
-	h := fields{req}
-	crc, err := h.int64("bodyCrc32", 0)
-	if err != nil {
-		return err
-	}
-	if crc != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != crc {
-		p.log.Warn("registration body fails its CRC32", "remote", c.RemoteAddr(), "expected", crc)
+	var h header.RegisterBroker
+	err := h.Decode(req)
+	// The checksum is checked first, as Java does: a body that fails it is
+	// refused as such, whatever else is wrong with the header.
+	if h.BodyCRC32 != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != h.BodyCRC32 {
+		p.log.Warn("registration body fails its CRC32", "remote", c.RemoteAddr(), "expected", h.BodyCRC32)
 		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkCRC...)
 		return nil
 	}
-	v, err := h.requiredAll("clusterName", "brokerAddr", "brokerName")
 	if err != nil {
 		return err
 	}
-	r := route.Registration{Channel: c, Cluster: v[0], BrokerAddr: v[1], BrokerName: v[2]}
-	if r.BrokerID, err = h.requiredInt64("brokerId"); err != nil {
-		return err
+	r := route.Registration{
+		Channel:                c,
+		Cluster:                h.ClusterName,
+		BrokerAddr:             h.BrokerAddr,
+		BrokerName:             h.BrokerName,
+		BrokerID:               h.BrokerID,
+		HAServerAddr:           h.HAServerAddr,
+		ZoneName:               h.ZoneName,
+		HeartbeatTimeoutMillis: h.HeartbeatTimeoutMillis,
+		Modern:                 h.Modern,
+		ActingMaster:           h.EnableActingMaster,
 	}
-	r.HAServerAddr = h.string("haServerAddr")
-	r.ZoneName = h.string("__ZONE_NAME")
-	if r.HeartbeatTimeoutMillis, err = h.int64("heartbeatTimeoutMillis", 0); err != nil {
-		return err
-	}
-	if v, ok := req.ExtValue("enableActingMaster"); ok {
-		r.Modern, r.ActingMaster = true, fjson.ParseBool(v)
-	}
-	compressed := h.bool("compressed")
 	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
-		Compressed:  compressed,
+		Compressed:  h.Compressed,
 		Version:     req.Version,
 		MaxInflated: p.cfg.Load().MaxInflatedBodySize,
 	}); err != nil {
@@ -299,33 +312,24 @@ func (p *Processor) registerBroker(c *remoting.Conn, req *remoting.Command, resp
 }
 
 func (p *Processor) unregisterBroker(req *remoting.Command) error {
-	h := fields{req}
-	v, err := h.requiredAll("clusterName", "brokerAddr", "brokerName")
-	if err != nil {
+	var h header.UnregisterBroker
+	if err := h.Decode(req); err != nil {
 		return err
 	}
-	// Java requires brokerId (@CFNotNull) although the 5.x table removes
-	// by address, as this one does.
-	if _, err := h.requiredInt64("brokerId"); err != nil {
-		return err
-	}
-	p.routes.Unregister(v[0], v[1], v[2])
+	p.routes.Unregister(route.Unregistration{Cluster: h.ClusterName, BrokerAddr: h.BrokerAddr, BrokerName: h.BrokerName})
 	return nil
 }
 
 func (p *Processor) queryDataVersion(req *remoting.Command, resp *remoting.Response) error {
-	v, err := fields{req}.requiredAll("clusterName", "brokerAddr")
-	if err != nil {
+	var h header.QueryDataVersion
+	if err := h.Decode(req); err != nil {
 		return err
-	}
-	if len(req.Body) == 0 {
-		return &fieldError{"QUERY_DATA_VERSION needs the broker's DataVersion as its body"}
 	}
 	dv, err := body.DecodeDataVersion(req.Body)
 	if err != nil {
 		return err
 	}
-	changed, stored, found := p.routes.QueryDataVersion(v[0], v[1], dv)
+	changed, stored, found := p.routes.QueryDataVersion(route.AddrKey{Cluster: h.ClusterName, Addr: h.BrokerAddr}, dv)
 	resp.SetExt("changed", strconv.FormatBool(changed))
 	if found {
 		resp.Body = body.AppendDataVersion(nil, stored)
@@ -334,28 +338,26 @@ func (p *Processor) queryDataVersion(req *remoting.Command, resp *remoting.Respo
 }
 
 func (p *Processor) brokerHeartbeat(req *remoting.Command) error {
-	v, err := fields{req}.requiredAll("clusterName", "brokerAddr")
-	if err != nil {
+	var h header.BrokerHeartbeat
+	if err := h.Decode(req); err != nil {
 		return err
 	}
-	p.routes.Heartbeat(v[0], v[1])
+	p.routes.Heartbeat(route.AddrKey{Cluster: h.ClusterName, Addr: h.BrokerAddr})
 	return nil
 }
 
 func (p *Processor) brokerMemberGroup(req *remoting.Command, resp *remoting.Response) error {
-	h := fields{req}
-	name, err := h.required("brokerName")
-	if err != nil {
+	var h header.GetBrokerMemberGroup
+	if err := h.Decode(req); err != nil {
 		return err
 	}
-	// Java echoes the requested cluster without checking it.
-	resp.Body = body.AppendBrokerMemberGroup(nil, h.string("clusterName"), name, p.routes.MemberGroup(name))
+	resp.Body = body.AppendBrokerMemberGroup(nil, h.ClusterName, h.BrokerName, p.routes.MemberGroup(h.BrokerName))
 	return nil
 }
 
 func (p *Processor) registerTopic(req *remoting.Command) error {
-	topic, err := fields{req}.required("topic")
-	if err != nil {
+	var h header.RegisterTopic
+	if err := h.Decode(req); err != nil {
 		return err
 	}
 	if len(req.Body) == 0 {
@@ -365,51 +367,50 @@ func (p *Processor) registerTopic(req *remoting.Command) error {
 	if err != nil {
 		return err
 	}
-	p.routes.RegisterTopic(topic, queues)
+	p.routes.RegisterTopic(h.Topic, queues)
 	return nil
 }
 
 func (p *Processor) writePerm(req *remoting.Command, resp *remoting.Response) error {
-	name, err := fields{req}.required("brokerName")
-	if err != nil {
+	var h header.WritePermOfBroker
+	if err := h.Decode(req); err != nil {
 		return err
 	}
 	if req.Code == protocol.WipeWritePermOfBroker {
-		resp.SetExt("wipeTopicCount", strconv.Itoa(p.routes.WipeWritePerm(name)))
+		resp.SetExt("wipeTopicCount", strconv.Itoa(p.routes.WipeWritePerm(h.BrokerName)))
 	} else {
-		resp.SetExt("addTopicCount", strconv.Itoa(p.routes.AddWritePerm(name)))
+		resp.SetExt("addTopicCount", strconv.Itoa(p.routes.AddWritePerm(h.BrokerName)))
 	}
 	return nil
 }
 
 func (p *Processor) deleteTopic(req *remoting.Command) error {
-	h := fields{req}
-	topic, err := h.required("topic")
-	if err != nil {
+	var h header.DeleteTopicInNamesrv
+	if err := h.Decode(req); err != nil {
 		return err
 	}
-	p.routes.DeleteTopic(topic, h.string("clusterName"))
+	p.routes.DeleteTopic(h.Topic, h.ClusterName)
 	return nil
 }
 
 func (p *Processor) putKV(req *remoting.Command, resp *remoting.Response) error {
-	ns, okNS := req.ExtValue("namespace")
-	key, okKey := req.ExtValue("key")
-	if !okNS || !okKey {
+	var h header.PutKVConfig
+	h.Decode(req)
+	if !h.Namespace.Set || !h.Key.Set {
 		resp.Fail(protocol.SystemError, remarkKVNull)
 		return nil
 	}
 	var value *string
-	if v, ok := req.ExtValue("value"); ok {
-		s := string(v)
-		value = &s
+	if h.Value.Set {
+		value = &h.Value.Value
 	}
-	return p.kv.Put(string(ns), string(key), value)
+	return p.kv.Put(h.Namespace.Value, h.Key.Value, value)
 }
 
 func (p *Processor) getKV(req *remoting.Command, resp *remoting.Response) {
-	h := fields{req}
-	ns, key := h.stringOrNull("namespace"), h.stringOrNull("key")
+	var h header.GetKVConfig
+	h.Decode(req)
+	ns, key := h.Namespace.OrNull(), h.Key.OrNull()
 	resp.HasExt = true
 	if v, ok := p.kv.Get(ns, key); ok {
 		resp.SetExt("value", v)
@@ -420,16 +421,18 @@ func (p *Processor) getKV(req *remoting.Command, resp *remoting.Response) {
 }
 
 func (p *Processor) deleteKV(req *remoting.Command) error {
-	ns, okNS := req.ExtValue("namespace")
-	key, okKey := req.ExtValue("key")
-	if !okNS || !okKey {
+	var h header.DeleteKVConfig
+	h.Decode(req)
+	if !h.Namespace.Set || !h.Key.Set {
 		return nil
 	}
-	return p.kv.Delete(string(ns), string(key))
+	return p.kv.Delete(h.Namespace.Value, h.Key.Value)
 }
 
 func (p *Processor) kvList(req *remoting.Command, resp *remoting.Response) {
-	ns := fields{req}.stringOrNull("namespace")
+	var h header.GetKVListByNamespace
+	h.Decode(req)
+	ns := h.Namespace.OrNull()
 	if table, ok := p.kv.KVTable(ns); ok {
 		resp.Body = table
 		return
@@ -450,18 +453,6 @@ func (p *Processor) updateConfig(req *remoting.Command, resp *remoting.Response)
 		p.log.Warn("update namesrv config refused", "err", err)
 		resp.Fail(protocol.SystemError, err.Error())
 	}
-}
-
-// zoneRequested reports the zone a client asked its route to be filtered
-// by (§3.7 step 7).
-func zoneRequested(req *remoting.Command) (string, bool) {
-	mode, ok := req.ExtValue("__ZONE_MODE")
-	if !ok || !fjson.ParseBool(mode) {
-		return "", false
-	}
-	zone, _ := req.ExtValue("__ZONE_NAME")
-	z := strings.TrimSpace(string(zone))
-	return z, z != ""
 }
 
 // filterByZone keeps the broker groups of the requested zone, and groups

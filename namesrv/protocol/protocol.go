@@ -4,10 +4,10 @@
 //
 // The values are carried over exactly from apache/rocketmq (RequestCode,
 // ResponseCode, RemotingSysResponseCode, PermName, TopicSysFlag, MQVersion);
-// see shared/docs/namesrv-protocol.md §1.8, §1.12 and §2.1.
+// docs/protocol.md explains them.
 package protocol
 
-// Request codes answered by the NameServer (§2.1).
+// Request codes answered by the NameServer (docs/protocol.md#request-codes).
 const (
 	PutKVConfig                   int32 = 100
 	GetKVConfig                   int32 = 101
@@ -34,7 +34,7 @@ const (
 	BrokerHeartbeat               int32 = 904
 )
 
-// Response codes the NameServer produces (§1.12).
+// Response codes the NameServer produces (docs/protocol.md#response-codes).
 const (
 	Success                 int32 = 0
 	SystemError             int32 = 1
@@ -45,7 +45,7 @@ const (
 	QueryNotFound           int32 = 22
 )
 
-// Flag bits of a remoting command (§1.6).
+// Flag bits of a remoting command (docs/protocol.md#flag-and-opaque).
 const (
 	FlagResponse int32 = 1 << 0
 	FlagOneway   int32 = 1 << 1
@@ -65,7 +65,7 @@ const (
 	FlagUnitSub int32 = 1 << 1
 )
 
-// MQVersion ordinals the server branches on (§1.8).
+// MQVersion ordinals the server branches on (docs/protocol.md#versions).
 const (
 	V3_0_11 int32 = 37  // below: REGISTER_BROKER carries a bare TopicConfigSerializeWrapper
 	V3_4_9  int32 = 121 // ali-ons

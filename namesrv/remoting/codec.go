@@ -12,15 +12,17 @@ import (
 const (
 	// DefaultFrameMaxLength is Java's com.rocketmq.remoting.frameMaxLength.
 	// Netty compares totalLength+4 with it, so the largest accepted
-	// totalLength is 16777212 (§1.2, §8.1).
+	// totalLength is 16777212 (docs/protocol.md#framing).
 	DefaultFrameMaxLength = 16777216
 
-	// binaryFixedLength is the fixed part of a ROCKETMQ binary header (§1.5).
+	// binaryFixedLength is the fixed part of a ROCKETMQ binary header
+	// (docs/protocol.md#binary-header).
 	binaryFixedLength = 21
 )
 
 // ErrMalformed is matched (errors.Is) by every decoding error. The server
-// answers none of them: like Java it closes the connection (§1.2, §8.1).
+// answers none of them: like Java it closes the connection
+// (docs/protocol.md#framing).
 var ErrMalformed = errors.New("malformed frame")
 
 type frameError struct{ msg string }
@@ -68,41 +70,24 @@ func (d *Decoder) Decode(frame []byte, cmd *Command) error {
 func (d *Decoder) decodeJSON(header []byte, cmd *Command) error {
 	r := &d.json
 	r.Reset(header)
-	if err := r.BeginObject(); err != nil {
-		return malformed("JSON header: %v", err)
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil {
-			return malformed("JSON header: %v", err)
-		}
-		if !ok {
-			break
-		}
+	for key := range r.Members() {
 		switch string(key) {
 		case "code":
-			cmd.Code, err = r.Int32()
+			cmd.Code = r.Int32()
 		case "version":
-			cmd.Version, err = r.Int32()
+			cmd.Version = r.Int32()
 		case "opaque":
-			cmd.Opaque, err = r.Int32()
+			cmd.Opaque = r.Int32()
 		case "flag":
-			cmd.Flag, err = r.Int32()
+			cmd.Flag = r.Int32()
 		case "remark":
-			var isNull bool
-			cmd.Remark, isNull, err = r.Scalar()
-			if isNull {
-				cmd.Remark = nil
-			}
+			cmd.Remark, _ = r.Scalar()
 		case "extFields":
-			err = d.decodeExt(cmd)
+			d.decodeExt(cmd)
 		default:
 			// language, serializeTypeCurrentRPC and whatever else a sender
 			// adds carry nothing the server needs.
-			err = r.Skip()
-		}
-		if err != nil {
-			return malformed("JSON header field %q: %v", key, err)
+			r.Skip()
 		}
 	}
 	if err := r.End(); err != nil {
@@ -114,29 +99,19 @@ func (d *Decoder) decodeJSON(header []byte, cmd *Command) error {
 // decodeExt reads extFields the way fastjson fills a HashMap<String,String>:
 // numbers and booleans become their text, null means absent, and a nested
 // object or array is kept as its JSON text.
-func (d *Decoder) decodeExt(cmd *Command) error {
+func (d *Decoder) decodeExt(cmd *Command) {
 	r := &d.json
 	if r.Null() {
-		return nil
+		return
 	}
-	if err := r.BeginObject(); err != nil {
-		return err
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil || !ok {
-			return err
-		}
+	for key := range r.Members() {
 		var val []byte
 		isNull := false
 		switch r.Peek() {
 		case '{', '[':
-			val, err = r.Raw()
+			val = r.Raw()
 		default:
-			val, isNull, err = r.Scalar()
-		}
-		if err != nil {
-			return err
+			val, isNull = r.Scalar()
 		}
 		if !isNull {
 			cmd.Ext = append(cmd.Ext, ExtField{Key: key, Value: val})
@@ -208,7 +183,8 @@ type Header struct {
 	Ext      []Pair
 }
 
-// languageCodes maps LanguageCode names to their binary byte (§1.7).
+// languageCodes maps LanguageCode names to their binary byte
+// (docs/protocol.md#language-codes).
 var languageCodes = map[string]byte{
 	"JAVA": 0, "CPP": 1, "DOTNET": 2, "PYTHON": 3, "DELPHI": 4, "ERLANG": 5, "RUBY": 6,
 	"OTHER": 7, "HTTP": 8, "GO": 9, "PHP": 10, "OMS": 11, "RUST": 12, "NODE_JS": 13,
@@ -284,7 +260,8 @@ func appendBinaryHeader(dst []byte, h *Header) []byte {
 
 // AppendResponse appends the frame answering a request with the given
 // serialize type and opaque. Answers always mirror the request's serialize
-// type (ali-ons cannot read a binary answer to its JSON request, §1.9).
+// type (ali-ons cannot read a binary answer to its JSON request;
+// docs/protocol.md#serialize-types).
 func AppendResponse(dst []byte, t SerializeType, opaque int32, r *Response) []byte {
 	h := Header{
 		Code:     r.Code,

@@ -57,7 +57,7 @@ func ext(c *Command) map[string]string {
 }
 
 func TestDecodeBinaryGolden(t *testing.T) {
-	// The worked example of namesrv-protocol.md §1.5.
+	// The example of docs/protocol.md#binary-header.
 	frame := readHexGolden(t, "route-request-binary.hex")
 	var d Decoder
 	var c Command
@@ -217,7 +217,8 @@ func TestEncodeResponsesLikeJava(t *testing.T) {
 
 func TestEncodeBinaryResponseGolden(t *testing.T) {
 	// A Java 4.9.8 NameServer's binary answer to a slave registration
-	// (shared/testdata, "rbh"), with the version field set to ours.
+	// (namesrv/testdata/java-4.9.8-exchanges.json, scenario "rbh"), with the
+	// version field set to ours.
 	want := readHexGolden(t, "register-slave-response-binary.hex")
 	r := Response{Ext: []Pair{{"haServerAddr", "127.0.0.1:20006"}, {"masterAddr", "127.0.0.1:20005"}}}
 	got := AppendResponse(nil, RocketMQ, 30, &r)

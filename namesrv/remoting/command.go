@@ -2,7 +2,7 @@
 // header encodings (JSON and the binary ROCKETMQ form) and a pipelined TCP
 // server that reads requests, hands them to a Handler and writes the answers.
 //
-// Frames are length-prefixed (namesrv-protocol.md §1.2):
+// Frames are length-prefixed (docs/protocol.md#framing):
 //
 //	int32 totalLength | byte serializeType | uint24 headerLength | header | body
 //
@@ -22,7 +22,8 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 )
 
-// SerializeType is the header encoding of a frame (§1.3).
+// SerializeType is the header encoding of a frame
+// (docs/protocol.md#serialize-types).
 type SerializeType byte
 
 // The two header encodings. Every client defaults to JSON.
@@ -42,7 +43,8 @@ func (t SerializeType) String() string {
 }
 
 // ExtField is one entry of a command's extFields map, the typed "custom
-// header" that carries every request parameter as a string (§1.10).
+// header" that carries every request parameter as a string
+// (docs/protocol.md#header-fields).
 type ExtField struct {
 	Key, Value []byte
 }

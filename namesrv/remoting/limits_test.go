@@ -3,11 +3,12 @@ package remoting
 import (
 	"bufio"
 	"encoding/binary"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"log/slog"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 )
 
 // waitFor polls cond until it holds or 5 s pass.

@@ -3,10 +3,8 @@ package remoting
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 
@@ -41,17 +39,8 @@ func (s *Server) Probe(ctx context.Context, code int32) error {
 	if _, err := client.Write(frame); err != nil {
 		return probeFailed(ctx, "send", err)
 	}
-	br := bufio.NewReader(client)
-	var head [4]byte
-	if _, err := io.ReadFull(br, head[:]); err != nil {
-		return probeFailed(ctx, "read answer", err)
-	}
-	n := int(binary.BigEndian.Uint32(head[:]))
-	if n < 4 || n > s.cfg.FrameMaxLength {
-		return fmt.Errorf("probe: answer of %d bytes", n)
-	}
-	answer := make([]byte, n)
-	if _, err := io.ReadFull(br, answer); err != nil {
+	answer, err := NewFrameReader(bufio.NewReader(client), s.cfg.FrameMaxLength).Next()
+	if err != nil {
 		return probeFailed(ctx, "read answer", err)
 	}
 	var dec Decoder

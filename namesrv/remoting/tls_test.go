@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
 )

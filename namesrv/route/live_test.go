@@ -39,14 +39,14 @@ func TestLiveBrokersExport(t *testing.T) {
 	clk.advance(30 * time.Second)
 	tb.Register(reg("c2", "b", 0, "z:1", 7, ch, topics("T:1:1:6", "U:1:1:6")...))
 	clk.advance(5 * time.Second)
-	tb.Heartbeat("c2", "z:1")
+	tb.Heartbeat(AddrKey{"c2", "z:1"})
 	z := tb.LiveBrokers()[2]
 	if !z.RegisteredAt.Equal(start) || !z.LastUpdate.Equal(start.Add(35*time.Second)) || z.DataVersion.Counter != 7 {
 		t.Fatalf("after a re-registration %+v", z)
 	}
 
 	// Once absent, the next registration starts a new entry.
-	tb.Unregister("c2", "z:1", "b")
+	tb.Unregister(Unregistration{Cluster: "c2", BrokerAddr: "z:1", BrokerName: "b"})
 	clk.advance(time.Second)
 	tb.Register(reg("c2", "b", 0, "z:1", 7, ch, topics("T:1:1:6", "U:1:1:6")...))
 	if z := tb.LiveBrokers()[2]; !z.RegisteredAt.Equal(start.Add(36 * time.Second)) {

@@ -62,7 +62,8 @@ func (t *Table) TopicsByCluster(cluster string) []string {
 
 // SystemTopics lists every cluster name and broker name (brokers create
 // topics named after both), plus one broker address for the admin tool to
-// ask for the rest (GET_SYSTEM_TOPIC_LIST_FROM_NS, §2.6).
+// ask for the rest (GET_SYSTEM_TOPIC_LIST_FROM_NS;
+// docs/protocol.md#topic-lists).
 func (t *Table) SystemTopics() (topics []string, brokerAddr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -124,13 +125,14 @@ func (t *Table) MemberGroup(brokerName string) []body.BrokerAddr {
 	return b.data().Addrs
 }
 
-// QueryDataVersion answers QUERY_DATA_VERSION (§2.3): whether the broker's
+// QueryDataVersion answers QUERY_DATA_VERSION
+// (docs/protocol.md#query-data-version): whether the broker's
 // topic metadata differs from what this NameServer holds, and the stored
 // version if any. Like 5.x it also counts as a heartbeat.
-func (t *Table) QueryDataVersion(cluster, addr string, dv body.DataVersion) (changed bool, stored body.DataVersion, found bool) {
+func (t *Table) QueryDataVersion(broker AddrKey, dv body.DataVersion) (changed bool, stored body.DataVersion, found bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	li := t.live[liveKey{cluster, addr}]
+	li := t.live[broker]
 	if li == nil {
 		return true, body.DataVersion{}, false
 	}
@@ -139,39 +141,38 @@ func (t *Table) QueryDataVersion(cluster, addr string, dv body.DataVersion) (cha
 }
 
 // Heartbeat refreshes a broker's liveness (BROKER_HEARTBEAT).
-func (t *Table) Heartbeat(cluster, addr string) {
+func (t *Table) Heartbeat(broker AddrKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if li := t.live[liveKey{cluster, addr}]; li != nil {
+	if li := t.live[broker]; li != nil {
 		li.lastUpdate = t.nowMillis()
 	}
 }
 
 // RegisterTopic adds a topic's queue data for known broker names
-// (REGISTER_TOPIC_IN_NAMESRV, §3.9). For a new topic nothing is stored
+// (RouteInfoManager.registerTopic, docs/protocol.md#topic-registration).
+// For a new topic nothing is stored
 // unless every broker name is known; for an existing one, entries are
 // applied in order up to the first unknown name, as Java does.
 func (t *Table) RegisterTopic(name string, queues []body.QueueData) {
 	if len(queues) == 0 {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	defer t.commit(c)
-	if c.lookup(t, name) == nil {
+	t.write(func(c *changes) {
+		if c.lookup(t, name) == nil {
+			for _, q := range queues {
+				if t.brokers[q.BrokerName] == nil {
+					t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
+					return
+				}
+			}
+		}
 		for _, q := range queues {
 			if t.brokers[q.BrokerName] == nil {
 				t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
 				return
 			}
+			t.putQueue(c, []byte(name), q)
 		}
-	}
-	for _, q := range queues {
-		if t.brokers[q.BrokerName] == nil {
-			t.log.Warn("register topic names an unknown broker", "topic", name, "broker", q.BrokerName)
-			return
-		}
-		t.putQueue(c, []byte(name), q)
-	}
+	})
 }

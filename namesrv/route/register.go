@@ -28,14 +28,16 @@ type Registration struct {
 // RegisterResult is what the registrant is told.
 type RegisterResult struct {
 	// Refused is set for a first registration carrying a single topic,
-	// which 5.x refuses (§3.2 step 7): "register broker failed".
+	// which 5.x refuses (docs/protocol.md#first-registration): "register
+	// broker failed".
 	Refused bool
 	// MasterAddr and HAServerAddr are set for a slave whose master is live.
 	MasterAddr   string
 	HAServerAddr string
 }
 
-// Register applies a broker registration (§3.2). Once the writers' lock is
+// Register applies a broker registration (docs/protocol.md#registration).
+// Once the writers' lock is
 // released, Options.OnRegister hears of a registration that left the broker
 // live.
 func (t *Table) Register(r *Registration) RegisterResult {
@@ -46,11 +48,14 @@ func (t *Table) Register(r *Registration) RegisterResult {
 	return res
 }
 
-func (t *Table) register(r *Registration) (_ RegisterResult, live bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	defer t.commit(c)
+func (t *Table) register(r *Registration) (res RegisterResult, live bool) {
+	t.write(func(c *changes) { res, live = t.applyRegistration(c, r) })
+	return res, live
+}
+
+// applyRegistration is RouteInfoManager.registerBroker under the writers'
+// lock.
+func (t *Table) applyRegistration(c *changes, r *Registration) (_ RegisterResult, live bool) {
 	t.stats.registrations.Add(1)
 
 	names := t.clusters[r.Cluster]
@@ -169,7 +174,8 @@ func (t *Table) register(r *Registration) (_ RegisterResult, live bool) {
 	return res, true
 }
 
-// applyTopics is §3.2 step 10: a master (or a 5.x prime slave) writes its
+// applyTopics is docs/protocol.md#registration-topics: a master (or a 5.x
+// prime slave) writes its
 // topics' queue data.
 func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSlave, first, versionChanged bool) {
 	topics := r.Body.Topics
@@ -189,7 +195,7 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 		if !first && !versionChanged {
 			// Same DataVersion: only topics this broker lacks are added,
 			// which is what lets split registrations and wiped write
-			// permissions survive heartbeats (§3.2 step 10b, §3.8).
+			// permissions survive heartbeats (docs/protocol.md#write-perm).
 			if tp := c.lookup(t, string(tc.Name)); tp != nil {
 				if _, ok := findQueue(c.queues(tp), r.BrokerName); ok {
 					continue

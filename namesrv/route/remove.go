@@ -15,60 +15,59 @@ const (
 	EvictExpired    EvictReason = "expired"
 )
 
-// Unregister removes a broker address on its own request (§3.4). Unlike the
+// Unregistration is one UNREGISTER_BROKER request: the address to remove
+// and the broker group it is a member of.
+type Unregistration struct {
+	Cluster    string
+	BrokerAddr string
+	BrokerName string
+}
+
+// Unregister removes a broker address on its own request
+// (docs/protocol.md#unregistration). Unlike the
 // 5.x queue, it applies synchronously, so the answer is sent only once the
 // route no longer lists the broker.
-func (t *Table) Unregister(cluster, addr, brokerName string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	t.unregister(c, cluster, addr, brokerName, EvictUnregister)
-	t.commit(c)
+func (t *Table) Unregister(u Unregistration) {
+	t.write(func(c *changes) {
+		t.unregister(c, u.Cluster, u.BrokerAddr, u.BrokerName, EvictUnregister)
+	})
 }
 
 // ChannelClosed evicts every broker whose latest registration came over ch
-// (§3.5). A connection that is no longer any broker's latest evicts nothing.
+// (docs/protocol.md#closed-connections). A connection that is no longer any
+// broker's latest evicts nothing.
 func (t *Table) ChannelClosed(ch Channel) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var c *changes
-	for key, li := range t.live {
-		if li.channel != ch {
-			continue
+	t.write(func(c *changes) {
+		for key, li := range t.live {
+			if li.channel == ch {
+				t.log.Info("broker connection closed; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr)
+				t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictClosed)
+			}
 		}
-		if c == nil {
-			c = t.begin()
-		}
-		t.log.Info("broker connection closed; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr)
-		t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictClosed)
-	}
-	if c != nil {
-		t.commit(c)
-	}
+	})
 }
 
 // ScanExpired evicts every broker silent for longer than its timeout and
-// closes its connection (§3.6). It returns how many it evicted.
+// closes its connection (docs/protocol.md#expiry). It returns how many it
+// evicted.
 func (t *Table) ScanExpired() int {
 	now := t.nowMillis()
 	var closing []Channel
-	t.mu.Lock()
-	c := t.begin()
 	n := 0
-	for key, li := range t.live {
-		if li.lastUpdate+li.timeout >= now {
-			continue
+	t.write(func(c *changes) {
+		for key, li := range t.live {
+			if li.lastUpdate+li.timeout >= now {
+				continue
+			}
+			t.log.Warn("broker expired; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr,
+				"silentMillis", now-li.lastUpdate, "timeoutMillis", li.timeout)
+			if li.channel != nil {
+				closing = append(closing, li.channel)
+			}
+			t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictExpired)
+			n++
 		}
-		t.log.Warn("broker expired; evicting", "cluster", key.Cluster, "broker", li.brokerName, "addr", key.Addr,
-			"silentMillis", now-li.lastUpdate, "timeoutMillis", li.timeout)
-		if li.channel != nil {
-			closing = append(closing, li.channel)
-		}
-		t.unregister(c, key.Cluster, key.Addr, li.brokerName, EvictExpired)
-		n++
-	}
-	t.commit(c)
-	t.mu.Unlock()
+	})
 	// Closed outside the lock: closing runs ChannelClosed, which finds the
 	// entries already gone.
 	for _, ch := range closing {
@@ -77,9 +76,9 @@ func (t *Table) ScanExpired() int {
 	return n
 }
 
-// unregister is the 5.x unRegisterBroker for one address (§3.4): the group
-// loses every id that has this address, and its topics go with its last
-// address.
+// unregister is the 5.x RouteInfoManager.unRegisterBroker for one address:
+// the group loses every id that has this address, and its topics go with
+// its last address.
 func (t *Table) unregister(c *changes, cluster, addr, brokerName string, why EvictReason) {
 	key := liveKey{cluster, addr}
 	if _, ok := t.live[key]; ok {
@@ -126,7 +125,8 @@ func (t *Table) unregister(c *changes, cluster, addr, brokerName string, why Evi
 }
 
 // WipeWritePerm clears the write permission of every queue of a broker
-// name and returns how many queue entries it touched (§2.5).
+// name and returns how many queue entries it touched
+// (docs/protocol.md#write-perm).
 func (t *Table) WipeWritePerm(brokerName string) int {
 	return t.setPerm(brokerName, func(p int32) int32 { return p &^ protocol.PermWrite })
 }
@@ -138,31 +138,28 @@ func (t *Table) AddWritePerm(brokerName string) int {
 }
 
 func (t *Table) setPerm(brokerName string, f func(int32) int32) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
 	n := 0
-	for name := range t.brokerTopics[brokerName] {
-		if tp := c.lookup(t, name); tp != nil && t.modifyQueue(c, tp, brokerName, func(q *body.QueueData) { q.Perm = f(q.Perm) }) {
-			n++
+	t.write(func(c *changes) {
+		for name := range t.brokerTopics[brokerName] {
+			if tp := c.lookup(t, name); tp != nil && t.modifyQueue(c, tp, brokerName, func(q *body.QueueData) { q.Perm = f(q.Perm) }) {
+				n++
+			}
 		}
-	}
-	t.commit(c)
+	})
 	return n
 }
 
-// DeleteTopic removes a topic (§2.6): from the brokers of one cluster, or,
+// DeleteTopic removes a topic (docs/protocol.md#topic-lists): from the
+// brokers of one cluster, or,
 // with cluster "", entirely. Static-topic mappings stay, as in Java.
 func (t *Table) DeleteTopic(name, cluster string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.begin()
-	if cluster == "" {
-		t.dropTopic(c, name)
-	} else {
+	t.write(func(c *changes) {
+		if cluster == "" {
+			t.dropTopic(c, name)
+			return
+		}
 		for brokerName := range t.clusters[cluster] {
 			t.removeQueue(c, name, brokerName)
 		}
-	}
-	t.commit(c)
+	})
 }

@@ -9,15 +9,14 @@
 // write builds new views for the topics it touched and swaps them in. The
 // topic index itself is an immutable map, replaced only when topics come or
 // go. A route query is therefore a map lookup and an atomic load, whatever
-// the writers are doing, and allocates nothing once its body is cached
-// (design.md).
+// the writers are doing, and allocates nothing once its body is cached.
 //
 // The views are also the only copy of the queue data, and broker groups are
 // shared between the views of all their topics, which keeps a table of
 // 100,000 topics to a few tens of megabytes.
 //
-// Semantics follow the 5.x RouteInfoManager (namesrv-protocol.md §3), with
-// the deliberate differences listed in docs/compatibility.md.
+// Semantics follow the 5.x RouteInfoManager (docs/protocol.md#route-table),
+// with the deliberate differences listed in docs/compatibility.md.
 package route
 
 import (
@@ -44,10 +43,12 @@ type Channel interface {
 // ViewOptions are the settings that shape route answers; changing them
 // rebuilds every route.
 type ViewOptions struct {
-	// OrderMessageEnable adds orderTopicConf from the KV store (§3.7 step 5).
+	// OrderMessageEnable adds orderTopicConf from the KV store
+	// (docs/protocol.md#order-topic-conf).
 	OrderMessageEnable bool
 	// SupportActingMaster lets the smallest slave stand in as id 0 for
-	// groups without a master whose queues are read-only (§3.7 step 4).
+	// groups without a master whose queues are read-only
+	// (docs/protocol.md#acting-master).
 	SupportActingMaster bool
 }
 
@@ -55,7 +56,7 @@ type ViewOptions struct {
 type Options struct {
 	View ViewOptions
 	// DeleteTopicWithBrokerRegistration prunes a master's topics that are
-	// absent from its registration (§3.2 step 10a).
+	// absent from its registration (docs/protocol.md#prune-topics).
 	DeleteTopicWithBrokerRegistration bool
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -129,21 +130,55 @@ type view struct {
 func (v *view) queues() []body.QueueData { return v.route.QueueDatas }
 
 // Table is the route registry. The zero value is not usable; use New.
+//
+// Its maps are RouteInfoManager's tables, keyed the same way; the comment
+// of each says what it maps and which Java table it is. Java's
+// topicQueueTable (topic → brokerName → QueueData) is the index: topic
+// name → topic, whose view holds the QueueData sorted by broker name.
 type Table struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu           sync.Mutex
-	opts         Options
-	brokers      map[string]*brokerState
+	// mu serialises the writers (see write); readers never take it. The
+	// fields up to index are the writers' own.
+	mu   sync.Mutex
+	opts Options
+	// brokers: brokerName → the broker group: its cluster, brokerId →
+	// address, zone and acting-master flag. Java's brokerAddrTable; as
+	// there, a broker name is global, and two clusters using one name
+	// share a group.
+	brokers map[string]*brokerState
+	// brokerTopics: brokerName → the set of topic names that have a
+	// QueueData of that broker name: the reverse of the views, so that a
+	// change to a broker group touches only its topics. Java scans every
+	// topic instead.
 	brokerTopics map[string]map[string]struct{}
-	clusters     map[string]map[string]struct{}
-	live         map[liveKey]*liveInfo
-	filters      map[liveKey][]string
-	mappings     map[string]map[string]*fjson.Value
-	orderConf    map[string]string
+	// clusters: clusterName → the set of broker names registered in it.
+	// Java's clusterAddrTable.
+	clusters map[string]map[string]struct{}
+	// live: (clusterName, brokerAddr) → the latest registration of that
+	// address: when it came, its timeout, DataVersion, connection and HA
+	// address. Java's brokerLiveTable.
+	live map[liveKey]*liveInfo
+	// filters: (clusterName, brokerAddr) → the filter-server addresses the
+	// broker registered. Java's filterServerTable.
+	filters map[liveKey][]string
+	// mappings: topic → brokerName → the static-topic mapping info
+	// (TopicQueueMappingInfo) routes carry. Java's
+	// topicQueueMappingInfoTable.
+	mappings map[string]map[string]*fjson.Value
+	// orderConf: topic → its ORDER_TOPIC_CONFIG value in the KV store,
+	// which routes carry when orderMessageEnable is on. Java reads the KV
+	// store at each route query instead.
+	orderConf map[string]string
+	// pending collects what the write in progress changed; zero between
+	// writes.
+	pending changes
 
-	index       atomic.Pointer[index]
+	// index: topic name → topic, published for lock-free readers.
+	index atomic.Pointer[index]
+	// clusterInfo is the encoded GET_BROKER_CLUSTER_INFO body, nil until
+	// asked for after a change.
 	clusterInfo atomic.Pointer[[]byte]
 	stats       counters
 	lockProbe   lockProbe
@@ -212,22 +247,21 @@ func (t *Table) RouteData(name string) (*body.TopicRouteData, bool) {
 
 // SetViewOptions changes the settings that shape routes and rebuilds them.
 func (t *Table) SetViewOptions(vo ViewOptions) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.opts.View == vo {
-		return
-	}
-	t.opts.View = vo
-	c := t.begin()
-	t.index.Load().each(func(tp *topic) {
-		if tp.view.Load() != nil {
-			c.touch(tp)
+	t.write(func(c *changes) {
+		if t.opts.View == vo {
+			return
 		}
+		t.opts.View = vo
+		t.index.Load().each(func(tp *topic) {
+			if tp.view.Load() != nil {
+				c.touch(tp)
+			}
+		})
 	})
-	t.commit(c)
 }
 
-// SetDeleteTopicWithBrokerRegistration changes §3.2 step 10a at run time.
+// SetDeleteTopicWithBrokerRegistration switches docs/protocol.md#prune-topics
+// at run time.
 func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 	t.mu.Lock()
 	t.opts.DeleteTopicWithBrokerRegistration = on
@@ -237,25 +271,23 @@ func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 // SetOrderConf records a topic's ORDER_TOPIC_CONFIG value (present false:
 // removed); routes carry it when OrderMessageEnable is on.
 func (t *Table) SetOrderConf(name, conf string, present bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, had := t.orderConf[name]
-	if had == present && old == conf {
-		return
-	}
-	if present {
-		t.orderConf[name] = conf
-	} else {
-		delete(t.orderConf, name)
-	}
-	if !t.opts.View.OrderMessageEnable {
-		return
-	}
-	c := t.begin()
-	if tp := c.lookup(t, name); tp != nil {
-		c.touch(tp)
-	}
-	t.commit(c)
+	t.write(func(c *changes) {
+		old, had := t.orderConf[name]
+		if had == present && old == conf {
+			return
+		}
+		if present {
+			t.orderConf[name] = conf
+		} else {
+			delete(t.orderConf, name)
+		}
+		if !t.opts.View.OrderMessageEnable {
+			return
+		}
+		if tp := c.lookup(t, name); tp != nil {
+			c.touch(tp)
+		}
+	})
 }
 
 // changes collects what one write touched, to publish it in one step.
@@ -266,7 +298,18 @@ type changes struct {
 	brokers bool
 }
 
-func (t *Table) begin() *changes { return &changes{} }
+// write runs f under the writers' lock and then publishes what it changed:
+// every write to the table is lock, change, commit, unlock. f may return
+// early; what it changed so far is published.
+func (t *Table) write(f func(c *changes)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := &t.pending
+	*c = changes{}
+	f(c)
+	t.commit(c)
+	*c = changes{}
+}
 
 // lookup finds a topic, removed or not, in the index or among the ones
 // this write added.
@@ -357,7 +400,7 @@ func (t *Table) commit(c *changes) {
 }
 
 // buildView computes a topic's view. The route needs queue data and at
-// least one known broker group (§3.7 steps 1-2).
+// least one known broker group (docs/protocol.md#building-a-route).
 func (t *Table) buildView(name string, queues []body.QueueData) *view {
 	v := &view{}
 	rd := &v.route
@@ -400,7 +443,8 @@ func (t *Table) buildView(name string, queues []body.QueueData) *view {
 }
 
 // actingMaster rewrites groups without a master whose queues are read-only
-// so their smallest slave answers as id 0 (§3.7 step 4). The groups are
+// so their smallest slave answers as id 0 (docs/protocol.md#acting-master).
+// The groups are
 // shared, so a rewritten one is a copy.
 func actingMaster(rd *body.TopicRouteData) {
 	need := false

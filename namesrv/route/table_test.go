@@ -142,7 +142,7 @@ func TestFirstSingleTopicRegistrationIsRefusedAndLeavesNothing(t *testing.T) {
 	if res := tb.Register(reg("c", "old", 0, "o:1", 1, nil, topics("O:1:1:6")...)); res.Refused {
 		t.Fatal("a 4.x broker's first registration with one topic is accepted, as by 4.9 NameServers")
 	}
-	tb.Unregister("c", "o:1", "old")
+	tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "o:1", BrokerName: "old"})
 	first := reg("c", "b", 0, "a:1", 1, nil, topics("T:1:1:6")...)
 	first.Modern = true
 	if res := tb.Register(first); !res.Refused {
@@ -164,7 +164,7 @@ func TestSameAddressNewIDReplacesOldEntry(t *testing.T) {
 	tb, _ := newTable(t)
 	tb.Register(reg("c", "b", 0, "m:1", 1, nil, topics("T:1:1:6", "U:1:1:6")...))
 	tb.Register(reg("c", "b", 1, "s:1", 1, nil))
-	tb.Unregister("c", "m:1", "b")
+	tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "m:1", BrokerName: "b"})
 	tb.Register(reg("c", "b", 0, "s:1", 1, nil, topics("T:1:1:6", "U:1:1:6")...))
 	if got := route(t, tb, "T", fjson.Standard); !strings.Contains(got, `"brokerAddrs":{"0":"s:1"}`) {
 		t.Fatalf("route %s", got)
@@ -177,11 +177,11 @@ func TestUnregister(t *testing.T) {
 	tb.Register(reg("c", "b", 1, "s:1", 1, nil))
 	tb.Register(reg("c", "o", 0, "o:1", 1, nil, topics("T:1:1:6", "X:1:1:6")...))
 
-	tb.Unregister("c", "m:1", "b")
+	tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "m:1", BrokerName: "b"})
 	if got := route(t, tb, "U", fjson.Standard); !strings.Contains(got, `{"1":"s:1"}`) {
 		t.Fatalf("after master leaves, route %s", got)
 	}
-	tb.Unregister("c", "s:1", "b")
+	tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "s:1", BrokerName: "b"})
 	if got := route(t, tb, "U", fjson.Standard); got != "" {
 		t.Fatalf("topic of a gone group still routed: %s", got)
 	}
@@ -197,7 +197,7 @@ func TestUnregister(t *testing.T) {
 	if s := tb.Stats(); s.LiveBrokers != 1 || s.Evictions[EvictUnregister] != 2 || s.Topics != 2 || s.Clusters != 1 {
 		t.Fatalf("stats %+v", s)
 	}
-	tb.Unregister("c", "o:1", "o")
+	tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "o:1", BrokerName: "o"})
 	if ci := string(tb.ClusterInfo()); ci != `{"brokerAddrTable":{},"clusterAddrTable":{}}` {
 		t.Fatalf("left %s", ci)
 	}
@@ -241,9 +241,9 @@ func TestExpiryScan(t *testing.T) {
 		t.Fatalf("per-broker timeout: evicted %d, closed %v", n, short.closed.Load())
 	}
 	clk.advance(100 * time.Second)
-	tb.QueryDataVersion("c", "k:1", body.DataVersion{Counter: 1, Timestamp: 1})
+	tb.QueryDataVersion(AddrKey{"c", "k:1"}, body.DataVersion{Counter: 1, Timestamp: 1})
 	clk.advance(10 * time.Second)
-	tb.Heartbeat("c", "k:1")
+	tb.Heartbeat(AddrKey{"c", "k:1"})
 	clk.advance(10 * time.Second) // quiet: 120.0 s + 1 ms silent; chatty: 10 s
 	clk.advance(time.Millisecond)
 	if n := tb.ScanExpired(); n != 1 || !quiet.closed.Load() || chatty.closed.Load() {
@@ -352,17 +352,17 @@ func TestTopicLists(t *testing.T) {
 func TestQueryDataVersion(t *testing.T) {
 	tb, _ := newTable(t)
 	dv := body.DataVersion{Counter: 3, Timestamp: 9, StateVersion: 1}
-	if changed, _, found := tb.QueryDataVersion("c", "a:1", dv); !changed || found {
+	if changed, _, found := tb.QueryDataVersion(AddrKey{"c", "a:1"}, dv); !changed || found {
 		t.Fatal("unknown broker must read as changed without a stored version")
 	}
 	r := reg("c", "b", 0, "a:1", 0, nil, topics("T:1:1:6", "U:1:1:6")...)
 	r.Body.DataVersion = dv
 	tb.Register(r)
-	if changed, stored, found := tb.QueryDataVersion("c", "a:1", dv); changed || !found || stored != dv {
+	if changed, stored, found := tb.QueryDataVersion(AddrKey{"c", "a:1"}, dv); changed || !found || stored != dv {
 		t.Fatalf("same version: changed %v stored %v", changed, stored)
 	}
 	dv.StateVersion = 2
-	if changed, _, _ := tb.QueryDataVersion("c", "a:1", dv); !changed {
+	if changed, _, _ := tb.QueryDataVersion(AddrKey{"c", "a:1"}, dv); !changed {
 		t.Fatal("stateVersion counts")
 	}
 }
@@ -391,7 +391,7 @@ func TestSlaveSemanticsOf5xBrokers(t *testing.T) {
 	if got := route(t, tb, "T", fjson.Standard); !strings.Contains(got, `"enableActingMaster":true`) || !strings.Contains(got, `"perm":6`) {
 		t.Fatalf("route %s", got)
 	}
-	tb.Unregister("c", "m:1", "b")
+	tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "m:1", BrokerName: "b"})
 	if got := route(t, tb, "T", fjson.Standard); !strings.Contains(got, `"perm":4`) {
 		t.Fatalf("a group without master must lose write permission: %s", got)
 	}
@@ -486,7 +486,7 @@ func TestRouteCacheFollowsEveryChange(t *testing.T) {
 		{"topic deleted from that group's cluster", func() { tb.DeleteTopic("T", "c2") }, `"brokerName":"b"`, `"brokerName":"o"`},
 		{"that group re-registers", func() { tb.Register(other) }, `"brokerName":"o"`, ""},
 		{"that group expires", func() { clk.advance(2 * time.Second); tb.ScanExpired() }, `"brokerName":"b"`, `"brokerName":"o"`},
-		{"slave unregisters", func() { tb.Unregister("c", "s:1", "b") }, `{"0":"m:1"}`, `"s:1"`},
+		{"slave unregisters", func() { tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "s:1", BrokerName: "b"}) }, `{"0":"m:1"}`, `"s:1"`},
 		{"master connection closes", func() { tb.ChannelClosed(ch) }, "", ""},
 	}
 	for _, s := range steps {
@@ -523,7 +523,7 @@ func TestConcurrentReadersSeeWholeRoutes(t *testing.T) {
 	for i := range 300 {
 		tb.Register(reg("c", "b", 0, "m:1", int64(i+2), nil, topics(fmt.Sprintf("T:%d:1:6", i), "U:1:1:6")...))
 		if i%10 == 0 {
-			tb.Unregister("c", "m:1", "b")
+			tb.Unregister(Unregistration{Cluster: "c", BrokerAddr: "m:1", BrokerName: "b"})
 		}
 	}
 	stop.Store(true)

@@ -50,7 +50,8 @@ type Mapping struct {
 	Info       *fjson.Value
 }
 
-// TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC (§2.4).
+// TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC
+// (docs/protocol.md#route-body).
 type TopicRouteData struct {
 	QueueDatas []QueueData
 	// BrokerDatas may be shared between routes; never modify them.
@@ -168,159 +169,6 @@ func appendStrings(dst []byte, list []string, d fjson.Dialect) []byte {
 	return append(dst, ']')
 }
 
-// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO.
-type ClusterInfo struct {
-	// Brokers is sorted by broker name.
-	Brokers []*BrokerData
-	// Clusters is sorted by cluster name, each with sorted broker names.
-	Clusters []ClusterMembers
-}
-
-// ClusterMembers is one entry of clusterAddrTable.
-type ClusterMembers struct {
-	Cluster     string
-	BrokerNames []string
-}
-
-// AppendClusterInfo writes a ClusterInfo in the legacy dialect, which Java
-// always uses for it (§2.4).
-func AppendClusterInfo(dst []byte, ci *ClusterInfo) []byte {
-	dst = append(dst, `{"brokerAddrTable":{`...)
-	for i := range ci.Brokers {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = fjson.AppendString(dst, ci.Brokers[i].BrokerName, fjson.Legacy)
-		dst = append(dst, ':')
-		dst = AppendBrokerData(dst, ci.Brokers[i], fjson.Legacy)
-	}
-	dst = append(dst, `},"clusterAddrTable":{`...)
-	for i, c := range ci.Clusters {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = fjson.AppendString(dst, c.Cluster, fjson.Legacy)
-		dst = append(dst, ':')
-		dst = appendStrings(dst, c.BrokerNames, fjson.Legacy)
-	}
-	return append(dst, "}}"...)
-}
-
-// AppendTopicList writes a TopicList; brokerAddr is omitted when empty.
-func AppendTopicList(dst []byte, topics []string, brokerAddr string) []byte {
-	dst = append(dst, '{')
-	if brokerAddr != "" {
-		dst = append(dst, `"brokerAddr":`...)
-		dst = fjson.AppendString(dst, brokerAddr, fjson.Legacy)
-		dst = append(dst, ',')
-	}
-	dst = append(dst, `"topicList":`...)
-	dst = appendStrings(dst, topics, fjson.Legacy)
-	return append(dst, '}')
-}
-
-// AppendBrokerMemberGroup writes the GET_BROKER_MEMBER_GROUP answer.
-func AppendBrokerMemberGroup(dst []byte, cluster, brokerName string, addrs []BrokerAddr) []byte {
-	dst = append(dst, `{"brokerMemberGroup":{"brokerAddrs":`...)
-	dst = appendAddrs(dst, addrs, fjson.Legacy)
-	dst = append(dst, `,"brokerName":`...)
-	dst = fjson.AppendString(dst, brokerName, fjson.Legacy)
-	dst = append(dst, `,"cluster":`...)
-	dst = fjson.AppendString(dst, cluster, fjson.Legacy)
-	return append(dst, "}}"...)
-}
-
-// AppendDataVersion writes a DataVersion.
-func AppendDataVersion(dst []byte, dv DataVersion) []byte {
-	dst = append(dst, `{"counter":`...)
-	dst = fjson.AppendInt(dst, dv.Counter)
-	dst = append(dst, `,"stateVersion":`...)
-	dst = fjson.AppendInt(dst, dv.StateVersion)
-	dst = append(dst, `,"timestamp":`...)
-	dst = fjson.AppendInt(dst, dv.Timestamp)
-	return append(dst, '}')
-}
-
-// DecodeQueueDatas reads the queueDatas of a TopicRouteData body, which is
-// what REGISTER_TOPIC_IN_NAMESRV carries.
-func DecodeQueueDatas(data []byte) ([]QueueData, error) {
-	r := fjson.NewReader(data)
-	var out []QueueData
-	err := func() error {
-		if err := r.BeginObject(); err != nil {
-			return err
-		}
-		for {
-			key, ok, err := r.NextKey()
-			if err != nil || !ok {
-				return err
-			}
-			if string(key) != "queueDatas" || r.Null() {
-				if err := r.Skip(); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := r.BeginArray(); err != nil {
-				return err
-			}
-			for {
-				more, err := r.More()
-				if err != nil {
-					return err
-				}
-				if !more {
-					break
-				}
-				q, err := readQueueData(r)
-				if err != nil {
-					return err
-				}
-				out = append(out, q)
-			}
-		}
-	}()
-	if err == nil {
-		err = r.End()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("decode topic route data: %w", err)
-	}
-	return out, nil
-}
-
-func readQueueData(r *fjson.Reader) (QueueData, error) {
-	var q QueueData
-	if err := r.BeginObject(); err != nil {
-		return q, err
-	}
-	for {
-		key, ok, err := r.NextKey()
-		if err != nil || !ok {
-			return q, err
-		}
-		switch string(key) {
-		case "brokerName":
-			var s []byte
-			s, _, err = r.Scalar()
-			q.BrokerName = string(s)
-		case "readQueueNums":
-			q.ReadQueueNums, err = r.Int32()
-		case "writeQueueNums":
-			q.WriteQueueNums, err = r.Int32()
-		case "perm":
-			q.Perm, err = r.Int32()
-		case "topicSysFlag", "topicSynFlag":
-			q.TopicSysFlag, err = r.Int32()
-		default:
-			err = r.Skip()
-		}
-		if err != nil {
-			return q, fmt.Errorf("%s: %w", key, err)
-		}
-	}
-}
-
 // SortAddrs orders broker addresses by id.
 func SortAddrs(addrs []BrokerAddr) {
 	slices.SortFunc(addrs, func(a, b BrokerAddr) int {
@@ -332,4 +180,30 @@ func SortAddrs(addrs []BrokerAddr) {
 		}
 		return strings.Compare(a.Addr, b.Addr)
 	})
+}
+
+// DecodeQueueDatas reads the queueDatas of a TopicRouteData body, which is
+// what REGISTER_TOPIC_IN_NAMESRV carries.
+func DecodeQueueDatas(data []byte) ([]QueueData, error) {
+	r := fjson.NewReader(data)
+	var out []QueueData
+	for key := range r.Members() {
+		switch {
+		case string(key) != "queueDatas":
+			r.Skip()
+			continue
+		case r.Null():
+			continue
+		}
+		for range r.Items() {
+			var q TopicConfig
+			readQueueFields(r, "brokerName", &q)
+			out = append(out, QueueData{BrokerName: string(q.Name), ReadQueueNums: q.ReadQueueNums,
+				WriteQueueNums: q.WriteQueueNums, Perm: q.Perm, TopicSysFlag: q.TopicSysFlag})
+		}
+	}
+	if err := r.End(); err != nil {
+		return nil, fmt.Errorf("decode topic route data: %w", err)
+	}
+	return out, nil
 }

@@ -1,0 +1,2 @@
+// Package pkg cites docs/guide.md#stable and reads testdata/data.txt.
+package pkg
