@@ -38,12 +38,17 @@ func (*benchConn) RemoteAddr() string { return "127.0.0.1:1" }
 func (c *benchConn) Mark()            { c.marked = true }
 func (c *benchConn) Marked() bool     { return c.marked }
 
-// registration builds a REGISTER_BROKER request of a broker with n topics.
-func registration(tb testing.TB, broker string, n int, counter int64, compressed bool) *remoting.Command {
+// registration builds a REGISTER_BROKER request of a broker with n topics,
+// the first changed of which have 16 write queues instead of 8.
+func registration(tb testing.TB, broker string, n int, counter int64, compressed bool, changed ...int) *remoting.Command {
 	tb.Helper()
 	rb := &body.RegisterBody{DataVersion: body.DataVersion{Counter: counter, Timestamp: 1700000000000}, FilterServers: []string{}}
 	for i := range n {
-		rb.Topics = append(rb.Topics, body.TopicConfig{Name: fmt.Appendf(nil, "%s-topic-%05d", broker, i), ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6})
+		writeQueues := int32(8)
+		if len(changed) > 0 && i < changed[0] {
+			writeQueues = 16
+		}
+		rb.Topics = append(rb.Topics, body.TopicConfig{Name: fmt.Appendf(nil, "%s-topic-%05d", broker, i), ReadQueueNums: 8, WriteQueueNums: writeQueues, Perm: 6})
 	}
 	data, err := body.EncodeRegisterBody(rb, body.Broker5, compressed)
 	if err != nil {
@@ -62,8 +67,11 @@ func registration(tb testing.TB, broker string, n int, counter int64, compressed
 }
 
 // BenchmarkRegister measures a whole REGISTER_BROKER (CRC, decode, apply):
-// the first registration, a 30 s heartbeat with the same DataVersion, and
-// one after the broker's topics changed.
+// the first registration; a 30 s re-registration repeating the previous
+// one byte for byte (heartbeat: recognised, not decoded); the same
+// DataVersion in other bytes (sameversion: decoded, no view rebuilt); a new
+// DataVersion with the same topics (newversion); and a new DataVersion
+// with 10 topics changed (changed10: 10 views rebuilt).
 func BenchmarkRegister(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		for _, compressed := range []bool{false, true} {
@@ -71,12 +79,21 @@ func BenchmarkRegister(b *testing.B) {
 			if compressed {
 				form = "zlib"
 			}
-			for _, kind := range []string{"first", "heartbeat", "newversion"} {
+			for _, kind := range []string{"first", "heartbeat", "sameversion", "newversion", "changed10"} {
 				b.Run(fmt.Sprintf("%s/%d/%s", form, n, kind), func(b *testing.B) {
 					p := newProcessor(b)
 					c := &benchConn{}
 					var resp remoting.Response
 					reqs := []*remoting.Command{registration(b, "broker-a", n, 1, compressed), registration(b, "broker-a", n, 2, compressed)}
+					switch kind {
+					case "sameversion":
+						// The same body and DataVersion under another
+						// checksum field: not a byte-for-byte repeat.
+						reqs[1] = registration(b, "broker-a", n, 1, compressed)
+						reqs[1].Ext[len(reqs[1].Ext)-1] = remoting.ExtField{Key: []byte("bodyCrc32"), Value: []byte("0")}
+					case "changed10":
+						reqs[1] = registration(b, "broker-a", n, 2, compressed, 10)
+					}
 					b.SetBytes(int64(len(reqs[0].Body)))
 					b.ReportAllocs()
 					i := 0
@@ -86,7 +103,7 @@ func BenchmarkRegister(b *testing.B) {
 							b.StopTimer()
 							p = newProcessor(b)
 							b.StartTimer()
-						case "heartbeat":
+						case "heartbeat", "sameversion":
 							if i == 0 {
 								b.StopTimer()
 								p.serve(c, reqs[0], &resp)
@@ -94,7 +111,10 @@ func BenchmarkRegister(b *testing.B) {
 							}
 						}
 						req := reqs[0]
-						if kind == "newversion" {
+						switch kind {
+						case "sameversion", "newversion", "changed10":
+							// Alternating, so that no request repeats the
+							// one before it.
 							req = reqs[i%2]
 						}
 						resp.Reset()

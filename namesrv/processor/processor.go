@@ -6,9 +6,11 @@
 package processor
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -50,6 +52,8 @@ type Processor struct {
 	// one after another, and evicting the brokers of the first ones would
 	// make the requests still being answered on the others miss routes.
 	draining atomic.Bool
+	// seed keys the registration fingerprints (see fingerprint).
+	seed maphash.Seed
 }
 
 // Drain stops evicting brokers whose connection closes: the NameServer is
@@ -62,6 +66,7 @@ func New(o Options) *Processor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Processor{
+		seed:    maphash.MakeSeed(),
 		routes:  o.Routes,
 		kv:      o.KV,
 		cfg:     o.Config,
@@ -262,16 +267,7 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	resp.HasExt = true
 	var h header.RegisterBroker
 	err := h.Decode(req)
-	// The checksum is checked first, as Java does: a body that fails it is
-	// refused as such, whatever else is wrong with the header.
-	if h.BodyCRC32 != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != h.BodyCRC32 {
-		p.log.Warn("registration body fails its CRC32", "remote", c.RemoteAddr(), "expected", h.BodyCRC32)
-		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkCRC...)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+	maxInflated := p.cfg.Load().MaxInflatedBodySize
 	r := route.Registration{
 		Channel:                c,
 		Cluster:                h.ClusterName,
@@ -283,11 +279,32 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 		HeartbeatTimeoutMillis: h.HeartbeatTimeoutMillis,
 		Modern:                 h.Modern,
 		ActingMaster:           h.EnableActingMaster,
+		Fingerprint:            p.fingerprint(&h, req, maxInflated),
+	}
+	// Most registrations are a broker's periodic full re-registration
+	// with nothing changed: recognised by their bytes, they cost a hash
+	// instead of a decode. Their checksum passed when they were first
+	// applied (the fingerprint covers the header's CRC too).
+	if err == nil {
+		if res, ok := p.routes.Reregister(&r); ok {
+			p.answerRegistration(&res, resp)
+			return nil
+		}
+	}
+	// The checksum is checked first, as Java does: a body that fails it is
+	// refused as such, whatever else is wrong with the header.
+	if h.BodyCRC32 != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != h.BodyCRC32 {
+		p.log.Warn("registration body fails its CRC32", "remote", c.RemoteAddr(), "expected", h.BodyCRC32)
+		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkCRC...)
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
 		Compressed:  h.Compressed,
 		Version:     req.Version,
-		MaxInflated: p.cfg.Load().MaxInflatedBodySize,
+		MaxInflated: maxInflated,
 	}); err != nil {
 		p.log.Warn("undecodable registration", "remote", c.RemoteAddr(), "broker", r.BrokerName, "addr", r.BrokerAddr, "err", err)
 		return err
@@ -297,6 +314,32 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkRegisterFail...)
 		return nil
 	}
+	p.answerRegistration(&res, resp)
+	return nil
+}
+
+// fingerprint identifies a registration's body together with everything
+// that decides how it decodes (compressed flag, request version, inflate
+// limit) and the checksum it was checked against, so that equal
+// fingerprints mean the same body would decode to the same result and
+// pass the same check.
+func (p *Processor) fingerprint(h *header.RegisterBroker, req *remoting.Command, maxInflated int) uint64 {
+	var m maphash.Hash
+	m.SetSeed(p.seed)
+	var meta [25]byte
+	binary.LittleEndian.PutUint64(meta[0:], uint64(h.BodyCRC32))
+	binary.LittleEndian.PutUint64(meta[8:], uint64(maxInflated))
+	binary.LittleEndian.PutUint64(meta[16:], uint64(uint32(req.Version)))
+	if h.Compressed {
+		meta[24] = 1
+	}
+	m.Write(meta[:])
+	m.Write(req.Body)
+	return m.Sum64()
+}
+
+// answerRegistration fills the answer to an applied registration.
+func (p *Processor) answerRegistration(res *route.RegisterResult, resp *remoting.Response) {
 	if res.HAServerAddr != "" {
 		resp.SetExt("haServerAddr", res.HAServerAddr)
 	}
@@ -308,7 +351,6 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 			resp.Body = table
 		}
 	}
-	return nil
 }
 
 func (p *Processor) unregisterBroker(req *remoting.Command) error {

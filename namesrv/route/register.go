@@ -23,6 +23,12 @@ type Registration struct {
 	ActingMaster bool
 	Body         *body.RegisterBody
 	Channel      Channel
+	// Fingerprint identifies the request's body bytes together with
+	// everything that decides how they decode and whether they passed
+	// their checksum (0: not given). A registration that repeats the
+	// previous one of its address byte for byte can then be applied by
+	// Reregister without its body.
+	Fingerprint uint64
 }
 
 // RegisterResult is what the registrant is told.
@@ -149,6 +155,10 @@ func (t *Table) applyRegistration(c *changes, r *Registration) (_ RegisterResult
 		haServerAddr: r.HAServerAddr,
 		brokerName:   r.BrokerName,
 		brokerID:     r.BrokerID,
+		fingerprint:  r.Fingerprint,
+		topicsGen:    b.topicsGen,
+		wroteTopics:  isMaster || isPrimeSlave,
+		pruned:       t.opts.DeleteTopicWithBrokerRegistration,
 	}
 
 	if fs := r.Body.FilterServers; fs != nil {
@@ -163,15 +173,77 @@ func (t *Table) applyRegistration(c *changes, r *Registration) (_ RegisterResult
 		}
 	}
 
+	return t.registerResult(r, b), true
+}
+
+// registerResult tells a slave where its live master is.
+func (t *Table) registerResult(r *Registration, b *brokerState) RegisterResult {
 	var res RegisterResult
-	if !isMaster {
+	if r.BrokerID != 0 {
 		if master, ok := b.addrs[0]; ok {
 			if li := t.live[liveKey{r.Cluster, master}]; li != nil {
 				res.MasterAddr, res.HAServerAddr = master, li.haServerAddr
 			}
 		}
 	}
-	return res, true
+	return res
+}
+
+// Reregister applies a registration that repeats, byte for byte
+// (r.Fingerprint), the last one fully applied from the same address, when
+// nothing that registration decided has changed since: the broker group's
+// membership and flags, its role, and, for a broker that writes topics,
+// every queue data of its broker name. Such a registration would change
+// nothing but the address's liveness (RouteInfoManager.registerBroker
+// with an unchanged DataVersion re-adds only missing topics, and none
+// is missing), so r.Body is not needed and no view is rebuilt. It
+// reports false, having changed nothing, when it cannot tell; the caller
+// then decodes the body and calls Register.
+func (t *Table) Reregister(r *Registration) (RegisterResult, bool) {
+	if r.Fingerprint == 0 {
+		return RegisterResult{}, false
+	}
+	var res RegisterResult
+	var ok bool
+	t.write(func(*changes) { res, ok = t.applyRepeat(r) })
+	if ok && t.opts.OnRegister != nil {
+		t.opts.OnRegister(r.Cluster, r.BrokerAddr)
+	}
+	return res, ok
+}
+
+func (t *Table) applyRepeat(r *Registration) (RegisterResult, bool) {
+	li := t.live[liveKey{r.Cluster, r.BrokerAddr}]
+	if li == nil || li.fingerprint != r.Fingerprint || li.brokerName != r.BrokerName || li.brokerID != r.BrokerID {
+		return RegisterResult{}, false
+	}
+	b := t.brokers[r.BrokerName]
+	if b == nil || b.cluster != r.Cluster || b.addrs[r.BrokerID] != r.BrokerAddr ||
+		b.modern != r.Modern || b.actingMaster != (r.Modern && r.ActingMaster) || b.zone != r.ZoneName {
+		return RegisterResult{}, false
+	}
+	if _, member := t.clusters[r.Cluster][r.BrokerName]; !member {
+		return RegisterResult{}, false
+	}
+	minID, _ := b.minID()
+	writesTopics := r.BrokerID == 0 || r.Modern && r.BrokerID == minID
+	if writesTopics != li.wroteTopics {
+		return RegisterResult{}, false
+	}
+	if writesTopics && (li.topicsGen != b.topicsGen || li.pruned != t.opts.DeleteTopicWithBrokerRegistration) {
+		return RegisterResult{}, false
+	}
+	t.stats.registrations.Add(1)
+	t.stats.unchanged.Add(1)
+	timeout := r.HeartbeatTimeoutMillis
+	if timeout <= 0 {
+		timeout = protocol.DefaultBrokerExpiryMillis
+	}
+	li.lastUpdate = t.nowMillis()
+	li.timeout = timeout
+	li.channel = r.Channel
+	li.haServerAddr = r.HAServerAddr
+	return t.registerResult(r, b), true
 }
 
 // applyTopics is docs/protocol.md#registration-topics: a master (or a 5.x

@@ -84,6 +84,15 @@ type liveInfo struct {
 	haServerAddr string
 	brokerName   string
 	brokerID     int64
+	// What the last fully applied registration from this address looked
+	// like, so that a repeat of it can be recognised without decoding its
+	// body (see Reregister): the body's fingerprint (0: none given), the
+	// group's topicsGen right after, whether it wrote topics (master or
+	// 5.x prime slave), and whether it pruned topics it did not list.
+	fingerprint uint64
+	topicsGen   uint64
+	wroteTopics bool
+	pruned      bool
 }
 
 type brokerState struct {
@@ -96,6 +105,10 @@ type brokerState struct {
 	// wire is the group as routes show it, shared by the views of all
 	// its topics; nil after a change until the next commit rebuilds it.
 	wire *body.BrokerData
+	// topicsGen changes whenever any queue data of this broker name
+	// changes, whoever changed it (a registration, an admin command, an
+	// eviction); values come from Table.gen, so they are never reused.
+	topicsGen uint64
 }
 
 // topic is one entry of the topic index. Its view is never nil while the
@@ -184,6 +197,8 @@ type Table struct {
 	lockProbe   lockProbe
 	// topics and tombstones count the index's live and removed topics.
 	topics, tombstones int
+	// gen is the last brokerState.topicsGen handed out.
+	gen uint64
 }
 
 // New returns an empty table.
@@ -370,6 +385,7 @@ func (t *Table) commit(c *changes) {
 			tp.view.Store(nil)
 		} else {
 			tp.view.Store(t.buildView(tp.name, q))
+			t.stats.viewsBuilt.Add(1)
 		}
 		switch isLive := len(q) > 0; {
 		case isNew && !isLive:
@@ -540,6 +556,7 @@ func (t *Table) putQueue(c *changes, name []byte, q body.QueueData) {
 	}
 	next = append(next, cur[i:]...)
 	c.setQueues(tp, next)
+	t.queuesChanged(q.BrokerName)
 	idx := t.brokerTopics[q.BrokerName]
 	if idx == nil {
 		idx = map[string]struct{}{}
@@ -561,6 +578,7 @@ func (t *Table) removeQueue(c *changes, name, brokerName string) {
 		return
 	}
 	c.setQueues(tp, slices.Concat(cur[:i], cur[i+1:]))
+	t.queuesChanged(brokerName)
 	if idx := t.brokerTopics[brokerName]; idx != nil {
 		delete(idx, name)
 		if len(idx) == 0 {
@@ -576,6 +594,7 @@ func (t *Table) dropTopic(c *changes, name string) {
 		return
 	}
 	for _, q := range c.queues(tp) {
+		t.queuesChanged(q.BrokerName)
 		if idx := t.brokerTopics[q.BrokerName]; idx != nil {
 			delete(idx, name)
 			if len(idx) == 0 {
@@ -600,8 +619,18 @@ func (t *Table) modifyQueue(c *changes, tp *topic, brokerName string, f func(*bo
 		next := slices.Clone(cur)
 		next[i] = q
 		c.setQueues(tp, next)
+		t.queuesChanged(brokerName)
 	}
 	return true
+}
+
+// queuesChanged records that queue data of a broker name changed, which
+// makes the next registration of each of its addresses a full one.
+func (t *Table) queuesChanged(brokerName string) {
+	if b := t.brokers[brokerName]; b != nil {
+		t.gen++
+		b.topicsGen = t.gen
+	}
 }
 
 func (t *Table) nowMillis() int64 { return t.now().UnixMilli() }
