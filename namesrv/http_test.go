@@ -241,6 +241,8 @@ func TestMetricsFollowTheServer(t *testing.T) {
 		want   float64
 	}{
 		{"rocketmq_namesrv_broker_registrations_total", nil, 1},
+		{"rocketmq_namesrv_broker_registrations_unchanged_total", nil, 0},
+		{"rocketmq_namesrv_route_views_built_total", nil, 2},
 		{"rocketmq_namesrv_brokers_live", nil, 1},
 		{"rocketmq_namesrv_clusters", nil, 1},
 		{"rocketmq_namesrv_topics", nil, 2},

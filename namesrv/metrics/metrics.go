@@ -160,6 +160,10 @@ func New(src Sources) *Metrics {
 		gauge("topics", "Topics with queue data.", stats(func(s route.Stats) float64 { return float64(s.Topics) })),
 		counter("broker_registrations_total", "REGISTER_BROKER requests applied.", nil,
 			stats(func(s route.Stats) float64 { return float64(s.Registrations) })),
+		counter("broker_registrations_unchanged_total", "REGISTER_BROKER requests that repeated their address's previous one byte for byte, applied without decoding the body.", nil,
+			stats(func(s route.Stats) float64 { return float64(s.UnchangedRegistrations) })),
+		counter("route_views_built_total", "Topic views (queue data and route) built: the per-topic work of registrations and admin changes.", nil,
+			stats(func(s route.Stats) float64 { return float64(s.ViewsBuilt) })),
 		gauge("kv_entries", "Keys in the KV store.", func() float64 { return float64(src.KV.Entries()) }),
 		gauge("kv_namespaces", "Namespaces in the KV store.", func() float64 { return float64(src.KV.Namespaces()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
