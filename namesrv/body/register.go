@@ -146,7 +146,12 @@ func readTopicConfigTable(r *fjson.Reader, b *RegisterBody) {
 
 // readTopicConfig reads the value of topicConfigTable's member key.
 func readTopicConfig(r *fjson.Reader, key []byte) TopicConfig {
-	tc := TopicConfig{ReadQueueNums: defaultQueueNums, WriteQueueNums: defaultQueueNums, Perm: defaultPerm}
+	var tc TopicConfig
+	if n, ok := scanTopicConfig(r.Rest(), &tc); ok {
+		r.Advance(n)
+		return tc
+	}
+	tc = TopicConfig{ReadQueueNums: defaultQueueNums, WriteQueueNums: defaultQueueNums, Perm: defaultPerm}
 	readQueueFields(r, "topicName", &tc)
 	if tc.Name == nil {
 		// Java would fail on a config without a name; the table key is

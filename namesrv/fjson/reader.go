@@ -577,6 +577,17 @@ func (r *Reader) Skip() {
 	}
 }
 
+// Rest returns the input from the next non-blank byte on, for a decoder
+// that recognises a value's exact bytes faster than it can read them
+// member by member; Advance then consumes what it recognised.
+func (r *Reader) Rest() []byte {
+	r.skipWS()
+	return r.data[r.pos:]
+}
+
+// Advance consumes n bytes of Rest, which must be one whole value.
+func (r *Reader) Advance(n int) { r.pos += n }
+
 // Raw consumes one value and returns its undecoded bytes.
 func (r *Reader) Raw() []byte {
 	r.skipWS()
