@@ -262,6 +262,16 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 			}
 		}
 	}
+	if first {
+		// A broker's first registration brings mostly new topics: size
+		// the maps that will hold them once rather than regrow them.
+		if c.added == nil {
+			c.added = make(map[string]*topic, len(topics))
+		}
+		if t.brokerTopics[r.BrokerName] == nil {
+			t.brokerTopics[r.BrokerName] = make(map[string]struct{}, len(topics))
+		}
+	}
 	for i := range topics {
 		tc := &topics[i]
 		if !first && !versionChanged {
