@@ -115,6 +115,20 @@ func (c *curveOptions) applyQuick() {
 // brokers, not the topics.
 const minTopicsPerBroker = 10
 
+// frameBodyLimit is the largest JSON body the sweep sends: the default
+// frameMaxLength of Java's NameServer and namesrv (16 MiB) less room for
+// the header. Larger brokers send zlib bodies, as a real broker that large
+// must (compressedRegister=true) unless both sides raise the limit.
+const frameBodyLimit = 16<<20 - 4096
+
+// bodyForm names a storm's body encoding for the tables.
+func bodyForm(res *loadgen.RegisterResult) string {
+	if res.Compressed {
+		return "zlib"
+	}
+	return "json"
+}
+
 // target is the NameServer one curve point runs against.
 type target struct {
 	addr  string
@@ -225,7 +239,7 @@ func (s *sweep) logf(format string, args ...any) {
 // memory registers every broker twice (buffers reach their steady size),
 // keeps the brokers connected, and reads the server's RSS.
 func (s *sweep) memory(ctx context.Context) (*table, error) {
-	t := newTable("memory", "broker_count", "names", "topics_per_broker", "topic_entries", "idle_rss_mib", "rss_mib", "bytes_per_entry", "register_cpu_s")
+	t := newTable("memory", "broker_count", "names", "topics_per_broker", "topic_entries", "body", "idle_rss_mib", "rss_mib", "bytes_per_entry", "register_cpu_s")
 	for _, shared := range []bool{false, true} {
 		names := "distinct"
 		if shared {
@@ -241,7 +255,7 @@ func (s *sweep) memory(ctx context.Context) (*table, error) {
 				if err != nil {
 					return nil, err
 				}
-				rss, cpu, err := s.memoryPoint(ctx, tg, brokers, per, shared)
+				rss, cpu, form, err := s.memoryPoint(ctx, tg, brokers, per, shared)
 				tg.stop()
 				if err != nil {
 					return nil, fmt.Errorf("%d brokers x %d %s topics: %w", brokers, per, names, err)
@@ -250,22 +264,22 @@ func (s *sweep) memory(ctx context.Context) (*table, error) {
 				perEntry := float64(rss-tg.idle) / float64(total)
 				s.logf("memory: %d brokers x %d %s topics: RSS %.1f MiB (idle %.1f), %.0f bytes per topic entry, registration CPU %v",
 					brokers, per, names, mib(rss), mib(tg.idle), perEntry, cpu)
-				t.add(itoa(brokers), names, itoa(per), itoa(total), fmtf(mib(tg.idle), 1), fmtf(mib(rss), 1), fmtf(perEntry, 0), fmtf(cpu.Seconds(), 2))
+				t.add(itoa(brokers), names, itoa(per), itoa(total), form, fmtf(mib(tg.idle), 1), fmtf(mib(rss), 1), fmtf(perEntry, 0), fmtf(cpu.Seconds(), 2))
 			}
 		}
 	}
 	return t, nil
 }
 
-func (s *sweep) memoryPoint(ctx context.Context, tg *target, brokers, per int, shared bool) (rss int64, cpu time.Duration, err error) {
+func (s *sweep) memoryPoint(ctx context.Context, tg *target, brokers, per int, shared bool) (rss int64, cpu time.Duration, form string, err error) {
 	storm := &loadgen.RegisterStorm{Addr: tg.addr, Brokers: brokers, TopicsPerBroker: per, SharedTopics: shared,
-		Interval: s.c.memInterval, Rounds: 2, Hold: true, Generation: body.Broker5, FirstBroker: s.firstBroker(brokers)}
+		Interval: s.c.memInterval, Rounds: 2, Hold: true, Generation: body.Broker5, FirstBroker: s.firstBroker(brokers), CompressAbove: frameBodyLimit}
 	if err := storm.Prepare(); err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	before, err := tg.usage()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	hold, release := context.WithCancel(ctx)
 	defer release()
@@ -281,11 +295,11 @@ func (s *sweep) memoryPoint(ctx context.Context, tg *target, brokers, per int, s
 	select {
 	case <-registered:
 	case err := <-result:
-		return 0, 0, fmt.Errorf("storm ended before its rounds: %w", err)
+		return 0, 0, "", fmt.Errorf("storm ended before its rounds: %w", err)
 	case <-ctx.Done():
 		release()
 		<-result
-		return 0, 0, ctx.Err()
+		return 0, 0, "", ctx.Err()
 	}
 	// Let the last answers' buffers return and the scavenger settle.
 	time.Sleep(500 * time.Millisecond)
@@ -295,12 +309,12 @@ func (s *sweep) memoryPoint(ctx context.Context, tg *target, brokers, per int, s
 		err = rerr
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	if want := uint64(2 * brokers); res.Registrations != want || res.Errors != 0 {
-		return 0, 0, fmt.Errorf("%d registrations, %d errors; want %d and none", res.Registrations, res.Errors, want)
+		return 0, 0, "", fmt.Errorf("%d registrations, %d errors; want %d and none", res.Registrations, res.Errors, want)
 	}
-	return after.RSS, after.CPU - before.CPU, nil
+	return after.RSS, after.CPU - before.CPU, bodyForm(res), nil
 }
 
 // registrationKinds are the registration curve's series.
@@ -324,7 +338,7 @@ func (s *sweep) registrationKinds() []struct {
 // (unmeasured) registration that builds its topics, the server CPU per
 // registration of each kind.
 func (s *sweep) register(ctx context.Context) (*table, error) {
-	t := newTable("register", "kind", "topics", "body_bytes", "registrations", "cpu_ms_per_registration", "latency_p50_ms", "rss_mib")
+	t := newTable("register", "kind", "topics", "body", "body_bytes", "registrations", "cpu_ms_per_registration", "latency_p50_ms", "rss_mib")
 	for _, kind := range s.registrationKinds() {
 		for _, topics := range s.c.regTopics {
 			if kind.changed > topics {
@@ -339,7 +353,7 @@ func (s *sweep) register(ctx context.Context) (*table, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s, %d topics: %w", kind.name, topics, err)
 			}
-			s.logf("register: %s, %d topics: %s registrations, %s ms CPU each, latency p50 %s ms", kind.name, topics, row[1], row[2], row[3])
+			s.logf("register: %s, %d topics (%s): %s registrations, %s ms CPU each, latency p50 %s ms", kind.name, topics, row[0], row[2], row[3], row[4])
 			t.add(append([]string{kind.name, itoa(topics)}, row...)...)
 		}
 	}
@@ -355,7 +369,7 @@ func (s *sweep) registerPoint(ctx context.Context, tg *target, topics int, newVe
 	measured := 0
 	done := make(chan struct{})
 	storm := &loadgen.RegisterStorm{Addr: tg.addr, Brokers: 1, TopicsPerBroker: topics, Interval: time.Millisecond,
-		Hold: true, Generation: body.Broker5, NewVersion: newVersion, ChangedTopics: changed, FirstBroker: s.firstBroker(1),
+		Hold: true, Generation: body.Broker5, NewVersion: newVersion, ChangedTopics: changed, FirstBroker: s.firstBroker(1), CompressAbove: frameBodyLimit,
 		OnRegistered: func(_, round int) bool {
 			if round == 0 {
 				before, usageErr = tg.usage()
@@ -399,7 +413,7 @@ func (s *sweep) registerPoint(ctx context.Context, tg *target, topics int, newVe
 		return nil, fmt.Errorf("%d registrations measured, %d errors", measured, res.Errors)
 	}
 	cpuMS := float64((after.CPU - before.CPU).Microseconds()) / 1000 / float64(measured)
-	return []string{itoa(res.BodyBytes), itoa(measured), fmtf(cpuMS, 3),
+	return []string{bodyForm(res), itoa(res.BodyBytes), itoa(measured), fmtf(cpuMS, 3),
 		fmtf(float64(res.Latency.Quantile(0.5).Microseconds())/1000, 2), fmtf(mib(after.RSS), 1)}, nil
 }
 
@@ -447,7 +461,7 @@ func sample(firstBroker, brokers, per, n int) []string {
 func (s *sweep) routePoint(ctx context.Context, tg *target, per int) ([]string, error) {
 	first := s.firstBroker(s.c.routeBrokers)
 	storm := &loadgen.RegisterStorm{Addr: tg.addr, Brokers: s.c.routeBrokers, TopicsPerBroker: per, Interval: 30 * time.Second,
-		Rounds: 1, Hold: true, Generation: body.Broker5, FirstBroker: first}
+		Rounds: 1, Hold: true, Generation: body.Broker5, FirstBroker: first, CompressAbove: frameBodyLimit}
 	hold, release := context.WithCancel(ctx)
 	defer release()
 	registered := make(chan struct{})
@@ -523,7 +537,7 @@ func (s *sweep) storm(ctx context.Context) (*table, error) {
 func (s *sweep) stormPoint(ctx context.Context, tg *target, brokers int) ([]string, error) {
 	first := s.firstBroker(brokers)
 	storm := &loadgen.RegisterStorm{Addr: tg.addr, Brokers: brokers, TopicsPerBroker: s.c.stormTopics, Rounds: 1, Hold: true,
-		Spread: s.c.stormSpread, Generation: body.Broker5, FirstBroker: first}
+		Spread: s.c.stormSpread, Generation: body.Broker5, FirstBroker: first, CompressAbove: frameBodyLimit}
 	if err := storm.Prepare(); err != nil {
 		return nil, err
 	}

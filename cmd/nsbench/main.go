@@ -67,6 +67,7 @@ func main() {
 func run(args []string, out io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("nsbench", flag.ContinueOnError)
+	fs.SetOutput(out)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:9876", "NameServer remoting address (ignored with -spawn)")
 	fs.IntVar(&o.pid, "pid", 0, "NameServer process id, for its CPU time and RSS (set by -spawn)")
 	fs.StringVar(&o.spawn, "spawn", "", "start this namesrv binary on a free loopback port, time its start, and stop it at the end")

@@ -78,7 +78,9 @@ func brokerSeries(t *table, r []string) string {
 	return cell(t, r, "broker_count") + " brokers, " + cell(t, r, "names")
 }
 
-// chart builds a figure's chart from its table.
+// chart builds a figure's chart from its table. A zero on a logarithmic
+// axis (CPU below /proc's 10 ms resolution over a short point) stays in
+// the table but not in the figure; nil means nothing is left to draw.
 func (f *figure) chart(t *table) (*plot.Chart, error) {
 	c := &plot.Chart{Title: f.title, XLabel: f.xLabel, YLabel: f.yLabel, LogX: true, LogY: f.logY, YFromZero: f.yFromZero}
 	index := map[string]int{}
@@ -91,6 +93,9 @@ func (f *figure) chart(t *table) (*plot.Chart, error) {
 		if err != nil {
 			return nil, err
 		}
+		if x <= 0 || f.logY && y <= 0 {
+			continue
+		}
 		name := f.series(t, r)
 		i, ok := index[name]
 		if !ok {
@@ -100,6 +105,9 @@ func (f *figure) chart(t *table) (*plot.Chart, error) {
 		}
 		c.Series[i].X = append(c.Series[i].X, x)
 		c.Series[i].Y = append(c.Series[i].Y, y)
+	}
+	if len(c.Series) == 0 {
+		return nil, nil
 	}
 	return c, nil
 }
@@ -136,6 +144,9 @@ func render(dir, docDir string) (string, error) {
 			c, err := f.chart(t)
 			if err != nil {
 				return "", err
+			}
+			if c == nil {
+				continue
 			}
 			svg, err := c.SVG()
 			if err != nil {

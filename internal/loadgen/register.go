@@ -27,7 +27,11 @@ type RegisterStorm struct {
 	SharedTopics bool
 	Interval     time.Duration
 	Compressed   bool
-	Generation   body.BrokerGeneration
+	// CompressAbove, when positive, sends zlib bodies for brokers whose
+	// JSON body would be larger: what a broker too large for the server's
+	// frameMaxLength must do (compressedRegister=true).
+	CompressAbove int
+	Generation    body.BrokerGeneration
 	// Rounds bounds the registrations per broker (0: until ctx ends).
 	Rounds int
 	// Hold keeps each broker's connection open after its Rounds, until ctx
@@ -68,6 +72,9 @@ type RegisterResult struct {
 	Latency       Histogram
 	// BodyBytes is the size of one broker's registration body.
 	BodyBytes int
+	// Compressed tells whether the bodies were zlib (Compressed, or
+	// CompressAbove applied).
+	Compressed bool
 }
 
 // TopicName is the name of topic i of broker b in a storm.
@@ -77,6 +84,10 @@ func TopicName(shared bool, b, i int) string {
 	}
 	return fmt.Sprintf("broker-%03d-topic-%05d", b, i)
 }
+
+// zlibFirstByte starts every zlib stream the body encoder writes (and no
+// JSON body, which starts with '{').
+const zlibFirstByte = 0x78
 
 // changedWriteQueueNums is the write queue count of a changed topic in
 // the alternate body; every other topic has 8.
@@ -102,6 +113,9 @@ func (s *RegisterStorm) encodeBodies(b int, stamp int64) ([][]byte, error) {
 			rb.Topics[i] = body.TopicConfig{Name: []byte(TopicName(s.SharedTopics, b, i)), ReadQueueNums: 8, WriteQueueNums: wq, Perm: 6}
 		}
 		data, err := body.EncodeRegisterBody(rb, s.Generation, s.Compressed)
+		if err == nil && !s.Compressed && s.CompressAbove > 0 && len(data) > s.CompressAbove {
+			data, err = body.EncodeRegisterBody(rb, s.Generation, true)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("encode broker %d body: %w", b, err)
 		}
@@ -167,7 +181,7 @@ func (s *RegisterStorm) Run(ctx context.Context) (*RegisterResult, error) {
 	if err := s.Prepare(); err != nil {
 		return nil, err
 	}
-	res := &RegisterResult{BodyBytes: len(s.bodies[0][0])}
+	res := &RegisterResult{BodyBytes: len(s.bodies[0][0]), Compressed: s.bodies[0][0][0] == zlibFirstByte}
 	var mu sync.Mutex
 	var wg, rounds sync.WaitGroup
 	errs := make([]error, s.Brokers)

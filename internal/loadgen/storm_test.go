@@ -24,6 +24,7 @@ func TestStormBodies(t *testing.T) {
 		{"new version", RegisterStorm{Brokers: 2, TopicsPerBroker: 20, NewVersion: true}, []int64{1, 2}, 0},
 		{"changed topics", RegisterStorm{Brokers: 2, TopicsPerBroker: 20, ChangedTopics: 3}, []int64{1, 2}, 3},
 		{"changed topics, zlib", RegisterStorm{Brokers: 2, TopicsPerBroker: 20, ChangedTopics: 20, Compressed: true}, []int64{1, 2}, 20},
+		{"compressed above a size", RegisterStorm{Brokers: 1, TopicsPerBroker: 30, NewVersion: true, CompressAbove: 1000}, []int64{1, 2}, 0},
 		{"shared names", RegisterStorm{Brokers: 3, TopicsPerBroker: 10, SharedTopics: true, NewVersion: true, FirstBroker: 7}, []int64{1, 2}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,6 +32,10 @@ func TestStormBodies(t *testing.T) {
 			s.Generation = body.Broker5
 			if err := s.Prepare(); err != nil {
 				t.Fatal(err)
+			}
+			wantZlib := s.Compressed || s.CompressAbove > 0
+			if got := s.bodies[0][0][0] == zlibFirstByte; got != wantZlib {
+				t.Errorf("zlib body %v, want %v", got, wantZlib)
 			}
 			if len(s.bodies) != s.Brokers {
 				t.Fatalf("%d brokers' bodies, want %d", len(s.bodies), s.Brokers)
@@ -123,7 +128,7 @@ func TestStormAgainstARealServer(t *testing.T) {
 	defer cancel()
 
 	changed := &RegisterStorm{Addr: addr, Brokers: 1, TopicsPerBroker: 20, ChangedTopics: 2, Interval: time.Millisecond,
-		Rounds: 2, Hold: true, Generation: body.Broker5, FirstBroker: 40}
+		Rounds: 2, Hold: true, Generation: body.Broker5, FirstBroker: 40, CompressAbove: 100}
 	hold, release := context.WithCancel(ctx)
 	done := make(chan struct{})
 	changed.OnRoundsDone = func() { close(done) }
@@ -152,7 +157,7 @@ func TestStormAgainstARealServer(t *testing.T) {
 		t.Fatalf("a held broker is not registered: %+v", st)
 	}
 	release()
-	if res := <-result; res.Registrations != 2 || res.Errors != 0 {
+	if res := <-result; res.Registrations != 2 || res.Errors != 0 || !res.Compressed {
 		t.Fatalf("held storm %+v", res)
 	}
 
@@ -162,6 +167,9 @@ func TestStormAgainstARealServer(t *testing.T) {
 	res, err := spread.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Compressed {
+		t.Error("JSON bodies reported as compressed")
 	}
 	// The last broker starts at 3/4 of the spread.
 	if res.Registrations != 4 || res.Errors != 0 || res.Elapsed < 150*time.Millisecond {
