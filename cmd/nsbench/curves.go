@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -100,13 +101,26 @@ func (c *curveOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.stormTimeout, "storm-timeout", time.Minute, "restart storm: give up when the topics are not all routable by then")
 }
 
-// applyQuick shrinks the grid and the durations to a smoke test.
-func (c *curveOptions) applyQuick() {
-	c.memBrokers, c.memEntries, c.memInterval = intList{2}, intList{40, 400}, 50*time.Millisecond
-	c.regTopics, c.regDuration, c.regMax, c.regChanged = intList{20, 200}, 300*time.Millisecond, 50, 5
-	c.routeTables, c.routeBrokers, c.routeSample = intList{100, 1000}, 2, 100
-	c.routeDuration, c.routeWarmup = 300*time.Millisecond, 100*time.Millisecond
-	c.stormBrokers, c.stormTopics, c.stormSpread, c.stormTimeout = intList{5}, 50, 100*time.Millisecond, 20*time.Second
+// quickGrid is -quick: a tiny grid with short points, for the flags the
+// command line did not set.
+var quickGrid = map[string]string{
+	"mem-brokers": "2", "mem-entries": "40,400", "mem-interval": "50ms",
+	"reg-topics": "20,200", "reg-duration": "300ms", "reg-max": "400", "reg-changed": "5",
+	"route-tables": "100,1000", "route-brokers": "2", "route-sample": "100", "route-duration": "300ms", "route-warmup": "100ms",
+	"storm-brokers": "5", "storm-topics": "50", "storm-spread": "100ms", "storm-timeout": "20s",
+}
+
+func applyQuick(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range quickGrid {
+		if !set[name] {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("-quick %s=%s: %w", name, v, err)
+			}
+		}
+	}
+	return nil
 }
 
 // minTopicsPerBroker is the smallest broker the memory curve registers: a
@@ -189,9 +203,6 @@ func (s *sweep) firstBroker(n int) int {
 
 func curvesMode(ctx context.Context, o *options, out io.Writer) error {
 	c := &o.curves
-	if c.quick {
-		c.applyQuick()
-	}
 	want := map[string]bool{}
 	for name := range strings.SplitSeq(c.which, ",") {
 		switch name {
@@ -655,7 +666,23 @@ type meta struct {
 }
 
 func newMeta(o *options) *meta {
-	return &meta{command: "nsbench " + strings.Join(o.args, " "), started: time.Now().UTC(), loadFrom: loadAverage()}
+	return &meta{command: "nsbench " + strings.Join(relativeArgs(o.args), " "), started: time.Now().UTC(), loadFrom: loadAverage()}
+}
+
+// relativeArgs shows absolute paths under the working directory (make
+// passes bin/ as one) relative to it, so the report names no checkout.
+func relativeArgs(args []string) []string {
+	wd, err := os.Getwd()
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if err == nil && filepath.IsAbs(a) {
+			if rel, err := filepath.Rel(wd, a); err == nil && !strings.HasPrefix(rel, "..") {
+				out[i] = rel
+			}
+		}
+	}
+	return out
 }
 
 func (m *meta) finish(wall time.Duration) {

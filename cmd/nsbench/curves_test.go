@@ -188,6 +188,11 @@ func TestCurvesRefuseBadRequests(t *testing.T) {
 			t.Errorf("%q: no error", args)
 		}
 	}
+	// Too short a timeout for a storm of 5 brokers spread over 100 ms.
+	err := run([]string{"-spawn", namesrvBin, "-mode", "curves", "-quick", "-curves", "storm", "-storm-timeout", "30ms", "-out", dir}, new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "storm curve") {
+		t.Errorf("a storm past its timeout: %v", err)
+	}
 	os.WriteFile(filepath.Join(dir, "route.csv"), []byte("table_topics,p99_us\n1000,x\n"), 0o644)
 	if err := run([]string{"-mode", "plot", "-out", dir}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "column") {
 		t.Errorf("a CSV lacking columns: %v", err)
@@ -228,6 +233,17 @@ func TestTableFormats(t *testing.T) {
 	var l intList
 	if err := l.Set("10, 100,1000"); err != nil || l.String() != "10,100,1000" {
 		t.Errorf("intList %v %v", l, err)
+	}
+}
+
+func TestRelativeArgs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := relativeArgs([]string{"-spawn", filepath.Join(wd, "bin", "namesrv"), "/elsewhere/x", "rel"})
+	if strings.Join(got, " ") != "-spawn bin/namesrv /elsewhere/x rel" {
+		t.Errorf("relativeArgs %q", got)
 	}
 }
 

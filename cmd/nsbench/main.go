@@ -3,10 +3,15 @@
 // time and count, against a NameServer on loopback. It reports throughput,
 // latency percentiles, and the server's CPU per request and resident memory
 // read from /proc (give -pid, or let -spawn start the server and also time
-// its start). docs/benchmarks.md lists the figures and the commands.
+// its start). -mode curves sweeps sizes (memory, registration CPU, route
+// CPU and p99, a restart storm) into CSV and Markdown tables, and -mode
+// plot draws them as SVG into docs/benchmarks.md. docs/benchmarks.md lists
+// the figures and the commands.
 //
 //	nsbench -spawn bin/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
 //	nsbench -addr 127.0.0.1:9876 -pid $(pidof namesrv) -mode register -brokers 100 -topics-per-broker 1000
+//	nsbench -spawn bin/namesrv -mode curves -out docs/curves
+//	nsbench -mode plot -out docs/curves -doc docs/benchmarks.md
 package main
 
 import (
@@ -93,6 +98,11 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	o.args = args
+	if o.curves.quick {
+		if err := applyQuick(fs); err != nil {
+			return err
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
