@@ -341,7 +341,7 @@ bench-load: build ## Route, registration and mixed loads with nsbench, then the 
 
 # docs/benchmarks.md's cost curves: memory, registration CPU, route CPU and
 # p99 against size, and a restart storm, each point against a freshly
-# spawned namesrv (about 6 minutes on 2 cores). The CSV and Markdown tables
+# spawned namesrv (4-5 minutes on 2 cores). The CSV and Markdown tables
 # go to CURVES_DIR; the SVGs and the report between the curves:begin and
 # curves:end lines of docs/benchmarks.md are drawn from them.
 CURVES_DIR ?= docs/curves
