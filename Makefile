@@ -328,7 +328,7 @@ bench-nsadmin: ## Time nsadmin commands, process start included, against three p
 # The load scenarios of docs/benchmarks.md, each against a freshly spawned
 # namesrv on loopback.
 .PHONY: bench-load
-bench-load: build ## Route, registration and mixed loads with nsbench.
+bench-load: build ## Route, registration and mixed loads with nsbench, then the cost curves (bench-curves).
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode start
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s -version 317
@@ -337,6 +337,24 @@ bench-load: build ## Route, registration and mixed loads with nsbench.
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 100 -topics-per-broker 1000 -interval 30s -duration 35s
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 100 -topics-per-broker 1000 -interval 30s -duration 35s -shared-topics
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s
+	$(MAKE) bench-curves
+
+# docs/benchmarks.md's cost curves: memory, registration CPU, route CPU and
+# p99 against size, and a restart storm, each point against a freshly
+# spawned namesrv (4-5 minutes on 2 cores). The CSV and Markdown tables
+# go to CURVES_DIR; the SVGs and the report between the curves:begin and
+# curves:end lines of docs/benchmarks.md are drawn from them.
+CURVES_DIR ?= docs/curves
+CURVES_FLAGS ?=
+
+.PHONY: bench-curves
+bench-curves: build ## Measure the cost curves into docs/curves and redraw their SVGs and report (CURVES_FLAGS for nsbench -mode curves).
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode curves -out $(CURVES_DIR) $(CURVES_FLAGS)
+	$(MAKE) bench-plot
+
+.PHONY: bench-plot
+bench-plot: ## Redraw the cost curves' SVGs and docs/benchmarks.md's report from the CSV files in docs/curves.
+	$(GO) run ./cmd/nsbench -mode plot -out $(CURVES_DIR) -doc docs/benchmarks.md
 
 ##@ Tools
 

@@ -3,10 +3,15 @@
 // time and count, against a NameServer on loopback. It reports throughput,
 // latency percentiles, and the server's CPU per request and resident memory
 // read from /proc (give -pid, or let -spawn start the server and also time
-// its start). docs/benchmarks.md lists the figures and the commands.
+// its start). -mode curves sweeps sizes (memory, registration CPU, route
+// CPU and p99, a restart storm) into CSV and Markdown tables, and -mode
+// plot draws them as SVG into docs/benchmarks.md. docs/benchmarks.md lists
+// the figures and the commands.
 //
 //	nsbench -spawn bin/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
 //	nsbench -addr 127.0.0.1:9876 -pid $(pidof namesrv) -mode register -brokers 100 -topics-per-broker 1000
+//	nsbench -spawn bin/namesrv -mode curves -out docs/curves
+//	nsbench -mode plot -out docs/curves -doc docs/benchmarks.md
 package main
 
 import (
@@ -33,6 +38,7 @@ import (
 )
 
 type options struct {
+	args     []string
 	addr     string
 	pid      int
 	spawn    string
@@ -49,7 +55,11 @@ type options struct {
 	interval                 time.Duration
 	compressed               bool
 	shared                   bool
+	newVersion               bool
+	changedTopics            int
 	setupBrokers             int
+
+	curves curveOptions
 }
 
 func main() {
@@ -62,10 +72,11 @@ func main() {
 func run(args []string, out io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("nsbench", flag.ContinueOnError)
+	fs.SetOutput(out)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:9876", "NameServer remoting address (ignored with -spawn)")
 	fs.IntVar(&o.pid, "pid", 0, "NameServer process id, for its CPU time and RSS (set by -spawn)")
 	fs.StringVar(&o.spawn, "spawn", "", "start this namesrv binary on a free loopback port, time its start, and stop it at the end")
-	fs.StringVar(&o.mode, "mode", "route", "route, register, mixed (route load quiet, then during a registration storm), or start (start-up only)")
+	fs.StringVar(&o.mode, "mode", "route", "route, register, mixed (route load quiet, then during a registration storm), start (start-up only), curves (the cost-curve sweep into -out) or plot (SVGs and the report from -out's CSV files)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time (each phase in mixed mode)")
 	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured route load before measuring")
 	fs.IntVar(&o.conns, "conns", 4, "route-query connections")
@@ -79,14 +90,29 @@ func run(args []string, out io.Writer) error {
 	fs.DurationVar(&o.interval, "interval", time.Second, "registration period of each storm broker (real brokers: 30s)")
 	fs.BoolVar(&o.compressed, "compressed", false, "storm brokers send zlib bodies")
 	fs.BoolVar(&o.shared, "shared-topics", false, "storm brokers all serve the same topic names (else each has its own)")
+	fs.BoolVar(&o.newVersion, "new-version", false, "every registration carries a new DataVersion (else the same one: heartbeats)")
+	fs.IntVar(&o.changedTopics, "changed-topics", 0, "alternate registrations also differ in this many topics' write queue counts (implies -new-version)")
 	fs.IntVar(&o.setupBrokers, "setup-brokers", 2, "brokers that register the queried topics (route and mixed modes)")
+	o.curves.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	o.args = args
+	if o.curves.quick {
+		if err := applyQuick(fs); err != nil {
+			return err
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	switch o.mode {
+	case "curves":
+		return curvesMode(ctx, &o, out)
+	case "plot":
+		return plotMode(&o, out)
+	}
 	if o.spawn != "" {
 		srv, err := spawn(ctx, o.spawn)
 		if err != nil {
@@ -241,7 +267,8 @@ func routeMode(ctx context.Context, o *options, out io.Writer) error {
 
 func (o *options) storm() *loadgen.RegisterStorm {
 	return &loadgen.RegisterStorm{Addr: o.addr, Brokers: o.brokers, TopicsPerBroker: o.topicsPerBroker, SharedTopics: o.shared,
-		Interval: o.interval, Compressed: o.compressed, Generation: body.Broker5}
+		Interval: o.interval, Compressed: o.compressed, Generation: body.Broker5,
+		NewVersion: o.newVersion, ChangedTopics: o.changedTopics}
 }
 
 func reportStorm(out io.Writer, o *options, res *loadgen.RegisterResult, cpu time.Duration, rss int64) {
@@ -253,8 +280,15 @@ func reportStorm(out io.Writer, o *options, res *loadgen.RegisterResult, cpu tim
 	if o.shared {
 		names = "shared"
 	}
-	fmt.Fprintf(out, "register: %d registrations (%d brokers x %d %s topics, %s body of %d bytes, every %v) in %v, errors %d\n",
-		res.Registrations, o.brokers, o.topicsPerBroker, names, form, res.BodyBytes, o.interval, res.Elapsed.Round(time.Millisecond), res.Errors)
+	kind := "same DataVersion"
+	switch {
+	case o.changedTopics > 0:
+		kind = fmt.Sprintf("new DataVersion, %d topics changed", o.changedTopics)
+	case o.newVersion:
+		kind = "new DataVersion"
+	}
+	fmt.Fprintf(out, "register: %d registrations (%d brokers x %d %s topics, %s body of %d bytes, %s, every %v) in %v, errors %d\n",
+		res.Registrations, o.brokers, o.topicsPerBroker, names, form, res.BodyBytes, kind, o.interval, res.Elapsed.Round(time.Millisecond), res.Errors)
 	fmt.Fprintf(out, "register: latency p50 %v p99 %v max %v\n", res.Latency.Quantile(0.5), res.Latency.Quantile(0.99), res.Latency.Max())
 	if o.pid > 0 && res.Registrations > 0 {
 		fmt.Fprintf(out, "register: server CPU %v = %.2f ms per registration; server RSS %.1f MiB\n",

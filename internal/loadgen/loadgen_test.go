@@ -5,13 +5,10 @@ import (
 	"math"
 	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
-	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 )
@@ -66,18 +63,7 @@ func TestReadProcOfSelf(t *testing.T) {
 // TestLoadsAgainstARealServer runs short, count-bounded loads of every kind
 // and checks what they report against the server's own counters.
 func TestLoadsAgainstARealServer(t *testing.T) {
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.BindAddress, cfg.ListenPort, cfg.HTTPPort = "127.0.0.1", 0, 0
-	cfg.KVConfigPath = filepath.Join(dir, "kv.json")
-	s, err := namesrv.New(namesrv.Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
+	s := startServer(t)
 	addr := s.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

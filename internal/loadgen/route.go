@@ -37,9 +37,11 @@ type RouteLoad struct {
 type RouteResult struct {
 	Requests uint64
 	// Errors counts answers other than SUCCESS or TOPIC_NOT_EXIST.
-	Errors  uint64
-	Elapsed time.Duration
-	Latency Histogram
+	Errors uint64
+	// NotFound counts TOPIC_NOT_EXIST answers.
+	NotFound uint64
+	Elapsed  time.Duration
+	Latency  Histogram
 }
 
 // Throughput is answers per second.
@@ -119,6 +121,7 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	for i := range results {
 		total.Requests += results[i].Requests
 		total.Errors += results[i].Errors
+		total.NotFound += results[i].NotFound
 		total.Latency.Merge(&results[i].Latency)
 	}
 	return total, errors.Join(errs...)
@@ -185,7 +188,11 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 			sent := ring[int(cmd.Opaque-opaqueBase)%len(ring)]
 			res.Latency.Record(time.Since(sent))
 			res.Requests++
-			if cmd.Code != protocol.Success && cmd.Code != protocol.TopicNotExist {
+			switch cmd.Code {
+			case protocol.Success:
+			case protocol.TopicNotExist:
+				res.NotFound++
+			default:
 				res.Errors++
 			}
 			answered++
