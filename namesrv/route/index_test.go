@@ -29,9 +29,6 @@ func TestIndexChunksAndMerges(t *testing.T) {
 			want[old] = true
 		}
 		ix := tb.index.Load()
-		if len(ix.chunks) >= maxChunks {
-			t.Fatalf("step %d: %d chunks", i, len(ix.chunks))
-		}
 		var got []string
 		for name := range want {
 			got = append(got, name)
@@ -70,5 +67,55 @@ func TestIndexChunksAndMerges(t *testing.T) {
 	tb.index.Load().each(func(*topic) { n++ })
 	if n != 2 {
 		t.Fatalf("index still holds %d entries for 2 topics", n)
+	}
+}
+
+// TestIndexGrowthCopiesEachTopicAFewTimes registers 2,000 brokers of 10
+// new topics each, as after a restart, while a reader looks every topic up:
+// every topic is found from the moment its registration returns, and the
+// rebuilds of the main map, each half as big again as the last, copy fewer
+// than three entries per topic in all.
+func TestIndexGrowthCopiesEachTopicAFewTimes(t *testing.T) {
+	tb, _ := newTable(t)
+	const brokers, per = 2000, 10
+	name := func(b, i int) string { return fmt.Sprintf("b%04d-t%02d", b, i) }
+	done := make(chan struct{})
+	registered := make(chan int, brokers)
+	go func() {
+		defer close(done)
+		for b := range registered {
+			for i := range per {
+				if tb.index.Load().getBytes([]byte(name(b, i))) == nil {
+					t.Errorf("%s not found after its registration", name(b, i))
+					return
+				}
+			}
+		}
+	}()
+	copied, rebuilds := 0, 0
+	ix := tb.index.Load()
+	for b := range brokers {
+		specs := make([]string, per)
+		for i := range specs {
+			specs[i] = name(b, i) + ":1:1:6"
+		}
+		tb.Register(reg("c", fmt.Sprintf("b%04d", b), 0, fmt.Sprintf("a:%d", b), 1, nil, topics(specs...)...))
+		registered <- b
+		if next := tb.index.Load(); next != ix {
+			ix = next
+			rebuilds++
+			copied += len(ix.main)
+		}
+	}
+	close(registered)
+	<-done
+	if total := brokers * per; copied >= 3*total {
+		t.Errorf("rebuilds copied %d entries for %d topics", copied, total)
+	}
+	if rebuilds > 12 {
+		t.Errorf("%d rebuilds of the main map for %d topics", rebuilds, brokers*per)
+	}
+	if n := len(tb.AllTopics()); n != brokers*per {
+		t.Errorf("%d topics, want %d", n, brokers*per)
 	}
 }

@@ -7,8 +7,9 @@
 // immutable view (its queue data, the broker groups serving it, the encoded
 // route bodies built on first use) published through an atomic pointer; a
 // write builds new views for the topics it touched and swaps them in. The
-// topic index itself is an immutable map, replaced only when topics come or
-// go. A route query is therefore a map lookup and an atomic load, whatever
+// topic index is an immutable map plus an insert-only table of the topics
+// added since, which readers probe with atomic loads (see index). A route
+// query is therefore a map lookup (or a probe) and an atomic load, whatever
 // the writers are doing, and allocates nothing once its body is cached.
 //
 // The views are also the only copy of the queue data, and broker groups are
@@ -221,7 +222,7 @@ func New(opts Options) *Table {
 		mappings:     map[string]map[string]*fjson.Value{},
 		orderConf:    map[string]string{},
 	}
-	t.index.Store(&index{main: map[string]*topic{}})
+	t.index.Store(newIndex(map[string]*topic{}))
 	return t
 }
 
@@ -373,8 +374,8 @@ func (t *Table) touchBroker(c *changes, name string) {
 	c.brokers = true
 }
 
-// commit publishes the views of every touched topic and, when topics came
-// or went, a new index. Readers see each topic change atomically.
+// commit publishes the views of every touched topic, then the topics that
+// came. Readers see each topic change atomically.
 func (t *Table) commit(c *changes) {
 	for _, tp := range c.dirty {
 		_, isNew := c.added[tp.name]
@@ -401,11 +402,10 @@ func (t *Table) commit(c *changes) {
 		}
 	}
 	if len(c.added) > 0 || t.tombstones > t.topics {
-		ix, merged := t.index.Load().with(c.added, t.tombstones)
-		if merged {
+		if ix, rebuilt := t.index.Load().add(c.added, t.tombstones); rebuilt {
 			t.tombstones = 0
+			t.index.Store(ix)
 		}
-		t.index.Store(ix)
 	}
 	if c.brokers {
 		t.clusterInfo.Store(nil)
