@@ -3,6 +3,7 @@ package route
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"time"
 )
 
 // index maps topic names to topics for lock-free readers. It has two
@@ -18,6 +19,10 @@ import (
 // chunks merged every few writes copied half a billion and took 40 s;
 // chunks merged like a binary counter still copied 10 million.)
 //
+// A topic found in recent costs a probe more than one in main, so once no
+// topic has come for settleAfter, the next write moves recent into main
+// (Table.commit): a table that has stopped growing is one map.
+//
 // Removed topics stay in the index with a nil view (readers of any index
 // see them gone at once) until the next rebuild of main drops them; a
 // topic added again reuses its entry, so a name is never in two places.
@@ -25,6 +30,10 @@ type index struct {
 	main   map[string]*topic
 	recent *recentTable
 }
+
+// settleAfter is how long the index waits, after the last topic came, to
+// move its recent table into main.
+const settleAfter = 10 * time.Second
 
 // minRecent is the smallest recent table: a rebuild of main for fewer new
 // topics than this would be a waste.
@@ -69,7 +78,13 @@ func (ix *index) add(added map[string]*topic, tombstones int) (next *index, rebu
 		}
 		return ix, false
 	}
-	m := make(map[string]*topic, live-tombstones)
+	return ix.rebuilt(added, tombstones), true
+}
+
+// rebuilt returns an index whose main map holds every live topic of ix and
+// added, and whose recent table is empty.
+func (ix *index) rebuilt(added map[string]*topic, tombstones int) *index {
+	m := make(map[string]*topic, len(ix.main)+ix.recent.n+len(added)-tombstones)
 	keep := func(tp *topic) {
 		if tp.view.Load() != nil {
 			m[tp.name] = tp
@@ -79,7 +94,7 @@ func (ix *index) add(added map[string]*topic, tombstones int) (next *index, rebu
 	for _, tp := range added {
 		keep(tp)
 	}
-	return newIndex(m), true
+	return newIndex(m)
 }
 
 // recentTable is an open-addressing hash table of topics with one writer
@@ -92,8 +107,11 @@ type recentTable struct {
 	seed  maphash.Seed
 	mask  uint64
 	slots []atomic.Pointer[topic]
-	// n is the writer's count of filled slots.
-	n int
+	// n is the writer's count of filled slots; empty tells readers that
+	// there is nothing to probe, which spares a settled index's misses
+	// (most of them queries for %RETRY% and other absent topics) a hash.
+	n     int
+	empty atomic.Bool
 }
 
 func newRecentTable(capacity int) *recentTable {
@@ -101,10 +119,15 @@ func newRecentTable(capacity int) *recentTable {
 	for size < capacity {
 		size <<= 1
 	}
-	return &recentTable{seed: maphash.MakeSeed(), mask: uint64(size - 1), slots: make([]atomic.Pointer[topic], size)}
+	r := &recentTable{seed: maphash.MakeSeed(), mask: uint64(size - 1), slots: make([]atomic.Pointer[topic], size)}
+	r.empty.Store(true)
+	return r
 }
 
 func (r *recentTable) get(name string) *topic {
+	if r.empty.Load() {
+		return nil
+	}
 	for i := maphash.String(r.seed, name) & r.mask; ; i = (i + 1) & r.mask {
 		tp := r.slots[i].Load()
 		if tp == nil || tp.name == name {
@@ -114,6 +137,9 @@ func (r *recentTable) get(name string) *topic {
 }
 
 func (r *recentTable) getBytes(name []byte) *topic {
+	if r.empty.Load() {
+		return nil
+	}
 	for i := maphash.Bytes(r.seed, name) & r.mask; ; i = (i + 1) & r.mask {
 		tp := r.slots[i].Load()
 		if tp == nil || tp.name == string(name) {
@@ -128,6 +154,7 @@ func (r *recentTable) insert(tp *topic) {
 		if r.slots[i].Load() == nil {
 			r.slots[i].Store(tp)
 			r.n++
+			r.empty.Store(false)
 			return
 		}
 	}

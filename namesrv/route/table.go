@@ -200,6 +200,8 @@ type Table struct {
 	topics, tombstones int
 	// gen is the last brokerState.topicsGen handed out.
 	gen uint64
+	// lastAdded is when topics last came (unix ms), for settleAfter.
+	lastAdded int64
 }
 
 // New returns an empty table.
@@ -401,11 +403,16 @@ func (t *Table) commit(c *changes) {
 			t.tombstones--
 		}
 	}
-	if len(c.added) > 0 || t.tombstones > t.topics {
-		if ix, rebuilt := t.index.Load().add(c.added, t.tombstones); rebuilt {
+	switch ix := t.index.Load(); {
+	case len(c.added) > 0 || t.tombstones > t.topics:
+		t.lastAdded = t.nowMillis()
+		if next, rebuilt := ix.add(c.added, t.tombstones); rebuilt {
 			t.tombstones = 0
-			t.index.Store(ix)
+			t.index.Store(next)
 		}
+	case ix.recent.n > 0 && t.nowMillis()-t.lastAdded >= settleAfter.Milliseconds():
+		t.index.Store(ix.rebuilt(nil, t.tombstones))
+		t.tombstones = 0
 	}
 	if c.brokers {
 		t.clusterInfo.Store(nil)
