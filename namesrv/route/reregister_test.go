@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -184,5 +185,31 @@ func TestReregisterRefusesWhatItCannotVouchFor(t *testing.T) {
 				tt.check(t, tb)
 			}
 		})
+	}
+}
+
+// TestNewVersionRebuildsOnlyChangedTopics: a registration with a new
+// DataVersion in which 10 of a broker's 10,000 topics changed rebuilds
+// those 10 views, and one in which none changed rebuilds none.
+func TestNewVersionRebuildsOnlyChangedTopics(t *testing.T) {
+	tb, _ := newTable(t)
+	specs := manyTopics("T", 10000)
+	tb.Register(reg("c", "b", 0, "10.0.0.1:10911", 1, nil, topics(specs...)...))
+	built := tb.Stats().ViewsBuilt
+	tb.Register(reg("c", "b", 0, "10.0.0.1:10911", 2, nil, topics(specs...)...))
+	if got := tb.Stats().ViewsBuilt - built; got != 0 {
+		t.Fatalf("a new version with nothing changed built %d views", got)
+	}
+	changed := slices.Clone(specs)
+	for i := range 10 {
+		changed[i*1000] = fmt.Sprintf("T-%05d:8:16:6", i*1000)
+	}
+	tb.Register(reg("c", "b", 0, "10.0.0.1:10911", 3, nil, topics(changed...)...))
+	if got := tb.Stats().ViewsBuilt - built; got != 10 {
+		t.Fatalf("10 changed topics built %d views", got)
+	}
+	rd, _ := tb.RouteData("T-01000")
+	if rd.QueueDatas[0].WriteQueueNums != 16 {
+		t.Errorf("changed topic has %d write queues, want 16", rd.QueueDatas[0].WriteQueueNums)
 	}
 }
