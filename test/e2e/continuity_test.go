@@ -311,7 +311,12 @@ func TestRollStartsWithTheUnreadyPeer(t *testing.T) {
 			before := processes(t, ctx, c, tc.replicas)
 			kubectl(ctx, t, "patch", "-n", c.ns, "nameservercluster/"+c.name, "--type=merge", "-p", `{"spec":{"config":{"orderMessageEnable":"true"}}}`)
 			eventually(t, 20*time.Second, func() (bool, string) {
-				p := getPeerPod(ctx, t, c, tc.down)
+				// Between the old pod's deletion and the new one's
+				// creation there is no pod of that name.
+				p, err := cl.Clientset.CoreV1().Pods(c.ns).Get(ctx, c.pod(tc.down), metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
 				return string(p.UID) != before[tc.down].uid, c.pod(tc.down) + " was not restarted first"
 			})
 			time.Sleep(3 * brokerPeriod)
