@@ -213,3 +213,110 @@ func TestNewVersionRebuildsOnlyChangedTopics(t *testing.T) {
 		t.Errorf("changed topic has %d write queues, want 16", rd.QueueDatas[0].WriteQueueNums)
 	}
 }
+
+// TestRegistrationsWaitingForTheLockAreAppliedInOneWrite queues 50
+// registrations of broker groups that share their topics behind a held
+// writers' lock: they are applied maxBatch at a time, each shared topic gets
+// one new view per batch rather than 50, and every registrant gets its own
+// answer.
+func TestRegistrationsWaitingForTheLockAreAppliedInOneWrite(t *testing.T) {
+	tb, _ := newTable(t)
+	const groups = 50
+	tb.Register(reg("c", "g00", 0, "m:0", 1, nil, topics("S1:8:8:6", "S2:8:8:6")...))
+	built := tb.Stats().ViewsBuilt
+
+	tb.mu.Lock()
+	results := make([]RegisterResult, groups)
+	done := make(chan struct{})
+	for i := range groups {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if i == 0 {
+				results[i] = tb.Register(reg("c", "g00", 1, "s:0", 1, nil))
+				return
+			}
+			name := fmt.Sprintf("g%02d", i)
+			results[i] = tb.Register(reg("c", name, 0, "m:"+name, 1, nil, topics("S1:8:8:6", "S2:8:8:6", name+":1:1:6")...))
+		}()
+	}
+	for {
+		tb.queueMu.Lock()
+		n := len(tb.queue)
+		tb.queueMu.Unlock()
+		if n == groups {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tb.mu.Unlock()
+	for range groups {
+		<-done
+	}
+
+	// S1 and S2 once per batch of maxBatch, and the 49 topics of their own.
+	batches := (groups + maxBatch - 1) / maxBatch
+	if got, want := tb.Stats().ViewsBuilt-built, int64(2*batches+groups-1); got != want {
+		t.Errorf("the batches built %d views, want %d", got, want)
+	}
+	if results[0].MasterAddr != "m:0" {
+		t.Errorf("the slave was not told its master: %+v", results[0])
+	}
+	rd, ok := tb.RouteData("S1")
+	if !ok || len(rd.QueueDatas) != groups || len(rd.BrokerDatas) != groups {
+		t.Fatalf("S1 has %d queue datas and %d groups, want %d", len(rd.QueueDatas), len(rd.BrokerDatas), groups)
+	}
+	for i := 1; i < len(rd.QueueDatas); i++ {
+		if rd.QueueDatas[i-1].BrokerName >= rd.QueueDatas[i].BrokerName {
+			t.Fatalf("queue datas out of order: %v", rd.QueueDatas)
+		}
+	}
+	if s := tb.Stats(); s.Registrations != groups+1 || s.LiveBrokers != groups+1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestAFailingRegistrationFailsItsBatchWithoutHangingIt: a registration
+// that panics while its batch is applied (here, one without a body) fails
+// every registration of the batch, which were not committed, and none of
+// their registrants is left waiting.
+func TestAFailingRegistrationFailsItsBatchWithoutHangingIt(t *testing.T) {
+	tb, _ := newTable(t)
+	tb.mu.Lock()
+	bad := reg("c", "bad", 0, "b:1", 1, nil)
+	bad.Body = nil
+	regs := []*Registration{reg("c", "good", 0, "g:1", 1, nil, topics("T1:1:1:6", "T2:1:1:6")...), bad}
+	panics := make(chan any, len(regs))
+	for _, r := range regs {
+		go func() {
+			defer func() { panics <- recover() }()
+			tb.Register(r)
+		}()
+	}
+	for {
+		tb.queueMu.Lock()
+		n := len(tb.queue)
+		tb.queueMu.Unlock()
+		if n == len(regs) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tb.mu.Unlock()
+	for range regs {
+		select {
+		case p := <-panics:
+			if p == nil {
+				t.Error("a registration of the failed batch returned normally")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a registrant of the failed batch is still waiting")
+		}
+	}
+	// The table takes registrations again.
+	if res := tb.Register(reg("c", "after", 0, "a:1", 1, nil, topics("A1:1:1:6", "A2:1:1:6")...)); res.Refused {
+		t.Fatal("refused after the failed batch")
+	}
+	if route(t, tb, "A1", fjson.Standard) == "" {
+		t.Error("no route after the failed batch")
+	}
+}

@@ -189,6 +189,11 @@ type Table struct {
 	// writes.
 	pending changes
 
+	// queueMu guards queue, the registrations waiting for mu (see
+	// register); it is taken with or without mu, never the other way.
+	queueMu sync.Mutex
+	queue   []*pendingRegistration
+
 	// index: topic name → topic, published for lock-free readers.
 	index atomic.Pointer[index]
 	// clusterInfo is the encoded GET_BROKER_CLUSTER_INFO body, nil until
@@ -431,6 +436,11 @@ func (t *Table) buildView(name string, queues []body.QueueData) *view {
 		v.oneQueue[0] = queues[0]
 		rd.QueueDatas, rd.BrokerDatas = v.oneQueue[:], v.oneBroker[:0]
 	} else {
+		if cap(queues) > len(queues)+len(queues)/4 {
+			// Grown in place by a batch of registrations: the view keeps
+			// it, so keep no more than it holds.
+			queues = slices.Clone(queues)
+		}
 		rd.QueueDatas, rd.BrokerDatas = queues, make([]*body.BrokerData, 0, len(queues))
 	}
 	for i := range queues {
@@ -552,17 +562,25 @@ func (t *Table) putQueue(c *changes, name []byte, q body.QueueData) {
 	}
 	cur := c.queues(tp)
 	i, found := findQueue(cur, q.BrokerName)
-	if found && cur[i] == q {
+	switch {
+	case found && cur[i] == q:
 		return
+	case tp.hasWork && found:
+		// The write's own copy, published only at commit: change it in
+		// place (a batch of registrations puts many brokers' queues).
+		tp.work[i] = q
+	case tp.hasWork:
+		tp.work = slices.Insert(tp.work, i, q)
+	default:
+		next := make([]body.QueueData, 0, len(cur)+1)
+		next = append(next, cur[:i]...)
+		next = append(next, q)
+		if found {
+			i++
+		}
+		next = append(next, cur[i:]...)
+		c.setQueues(tp, next)
 	}
-	next := make([]body.QueueData, 0, len(cur)+1)
-	next = append(next, cur[:i]...)
-	next = append(next, q)
-	if found {
-		i++
-	}
-	next = append(next, cur[i:]...)
-	c.setQueues(tp, next)
 	t.queuesChanged(q.BrokerName)
 	idx := t.brokerTopics[q.BrokerName]
 	if idx == nil {
@@ -584,7 +602,11 @@ func (t *Table) removeQueue(c *changes, name, brokerName string) {
 	if !found {
 		return
 	}
-	c.setQueues(tp, slices.Concat(cur[:i], cur[i+1:]))
+	if tp.hasWork {
+		tp.work = slices.Delete(tp.work, i, i+1)
+	} else {
+		c.setQueues(tp, slices.Concat(cur[:i], cur[i+1:]))
+	}
 	t.queuesChanged(brokerName)
 	if idx := t.brokerTopics[brokerName]; idx != nil {
 		delete(idx, name)
