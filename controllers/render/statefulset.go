@@ -126,7 +126,7 @@ func DefaultContainerSecurityContext() *corev1.SecurityContext {
 // DefaultResources are the NameServer container's resources when
 // spec.resources is empty, sized from the cost curves of docs/benchmarks.md
 // for a cluster of up to 250,000 topic entries (topics times the broker
-// groups serving them; 100 groups of 1,000 topics measured 81-85 MiB). A
+// groups serving them; 100 groups of 1,000 topics measured 81-86 MiB). A
 // peer's steady memory is about 10 MiB plus 0.8 KiB per entry, about
 // 210 MiB there: the request holds it, and the limit (from which GOMEMLIMIT
 // is set) leaves twice that for a restart storm's registrations in flight.
