@@ -14,90 +14,66 @@ import (
 
 // Fetches of one peer's tables.
 
+// fetch asks one peer for a table and decodes the answer's body; an answer
+// that does not decode names the peer. Errors of the call itself are
+// returned as they are, so callers can test their code.
+func fetch[T any](ctx context.Context, p *peer, code int32, decode func([]byte) (T, error), ext ...string) (T, error) {
+	var zero T
+	r, err := p.call(ctx, code, nil, ext...)
+	if err != nil {
+		return zero, err
+	}
+	v, err := decode(r.Body)
+	if err != nil {
+		return zero, badAnswer(p.addr, err)
+	}
+	return v, nil
+}
+
 func fetchClusterInfo(ctx context.Context, p *peer) (*ClusterInfo, error) {
-	r, err := p.call(ctx, protocol.GetBrokerClusterInfo, nil)
-	if err != nil {
-		return nil, err
-	}
-	ci, err := DecodeClusterInfo(r.Body)
-	if err != nil {
-		return nil, badAnswer(p.addr, err)
-	}
-	return ci, nil
+	return fetch(ctx, p, protocol.GetBrokerClusterInfo, DecodeClusterInfo)
 }
 
 func fetchTopicList(ctx context.Context, p *peer) ([]string, error) {
-	r, err := p.call(ctx, protocol.GetAllTopicListFromNameserver, nil)
-	if err != nil {
-		return nil, err
-	}
-	topics, err := DecodeTopicList(r.Body)
-	if err != nil {
-		return nil, badAnswer(p.addr, err)
-	}
-	return topics, nil
+	return fetch(ctx, p, protocol.GetAllTopicListFromNameserver, DecodeTopicList)
 }
 
 func fetchTopicsByCluster(ctx context.Context, p *peer, cluster string) ([]string, error) {
-	r, err := p.call(ctx, protocol.GetTopicsByCluster, nil, "cluster", cluster)
-	if err != nil {
-		return nil, err
-	}
-	topics, err := DecodeTopicList(r.Body)
-	if err != nil {
-		return nil, badAnswer(p.addr, err)
-	}
-	return topics, nil
+	return fetch(ctx, p, protocol.GetTopicsByCluster, DecodeTopicList, "cluster", cluster)
 }
 
 // fetchRoute returns nil without error when the peer has no route for the
 // topic (TOPIC_NOT_EXIST).
 func fetchRoute(ctx context.Context, p *peer, topic string) (*TopicRouteData, error) {
-	r, err := p.call(ctx, protocol.GetRouteInfoByTopic, nil, "topic", topic)
+	rd, err := fetch(ctx, p, protocol.GetRouteInfoByTopic, DecodeTopicRouteData, "topic", topic)
 	if isCode(err, protocol.TopicNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	rd, err := DecodeTopicRouteData(r.Body)
-	if err != nil {
-		return nil, badAnswer(p.addr, err)
-	}
-	return rd, nil
+	return rd, err
 }
 
 func fetchConfig(ctx context.Context, p *peer) (map[string]string, error) {
-	r, err := p.call(ctx, protocol.GetNamesrvConfig, nil)
-	if err != nil {
-		return nil, err
-	}
-	props, err := config.ParseProperties(r.Body)
-	if err != nil {
-		return nil, badAnswer(p.addr, fmt.Errorf("%w: configuration: %v", errAnswer, err))
-	}
-	out := make(map[string]string, len(props))
-	for _, pr := range props {
-		out[pr.Key] = pr.Value
-	}
-	return out, nil
+	return fetch(ctx, p, protocol.GetNamesrvConfig, func(body []byte) (map[string]string, error) {
+		props, err := config.ParseProperties(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: configuration: %v", errAnswer, err)
+		}
+		out := make(map[string]string, len(props))
+		for _, pr := range props {
+			out[pr.Key] = pr.Value
+		}
+		return out, nil
+	})
 }
 
 // fetchKV returns an empty table when the peer has no such namespace
 // (QUERY_NOT_FOUND).
 func fetchKV(ctx context.Context, p *peer, namespace string) (map[string]string, error) {
-	r, err := p.call(ctx, protocol.GetKVListByNamespace, nil, "namespace", namespace)
+	kv, err := fetch(ctx, p, protocol.GetKVListByNamespace, DecodeKVTable, "namespace", namespace)
 	if isCode(err, protocol.QueryNotFound) {
 		return map[string]string{}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	kv, err := DecodeKVTable(r.Body)
-	if err != nil {
-		return nil, badAnswer(p.addr, err)
-	}
-	return kv, nil
+	return kv, err
 }
 
 // collect records each answer's failure in b and returns the values of the
