@@ -58,6 +58,7 @@ type options struct {
 	newVersion               bool
 	changedTopics            int
 	setupBrokers             int
+	windows                  int
 
 	curves curveOptions
 }
@@ -78,6 +79,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&o.spawn, "spawn", "", "start this namesrv binary on a free loopback port, time its start, and stop it at the end")
 	fs.StringVar(&o.mode, "mode", "route", "route, register, mixed (route load quiet, then during a registration storm), start (start-up only), curves (the cost-curve sweep into -out) or plot (SVGs and the report from -out's CSV files)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time (each phase in mixed mode)")
+	fs.IntVar(&o.windows, "windows", 1, "mixed mode: alternate quiet and storm windows this many times, each -duration/windows long, so a shared host's drift falls on both phases")
 	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "unmeasured route load before measuring")
 	fs.IntVar(&o.conns, "conns", 4, "route-query connections")
 	fs.IntVar(&o.inflight, "inflight", 64, "route queries in flight per connection")
@@ -309,44 +311,6 @@ func registerMode(ctx context.Context, o *options, out io.Writer) error {
 		return err
 	}
 	reportStorm(out, o, res, cpu, rss)
-	return nil
-}
-
-func mixedMode(ctx context.Context, o *options, out io.Writer) error {
-	topics, stop, err := prepared(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	quiet, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
-	if err != nil {
-		return err
-	}
-	reportRoute(out, "quiet", o, quiet, cpu, rss)
-
-	stormCtx, stopStorm := context.WithCancel(ctx)
-	stormDone := make(chan *loadgen.RegisterResult, 1)
-	go func() {
-		res, err := o.storm().Run(stormCtx)
-		if err != nil && stormCtx.Err() == nil {
-			fmt.Fprintln(out, "storm:", err)
-		}
-		stormDone <- res
-	}()
-	busy, cpu, rss, err := runRoute(ctx, o, topics, o.duration)
-	stopStorm()
-	storm := <-stormDone
-	if err != nil {
-		return err
-	}
-	reportRoute(out, "storm", o, busy, cpu, rss)
-	if storm != nil {
-		fmt.Fprintf(out, "storm: %d registrations meanwhile, latency p50 %v p99 %v\n",
-			storm.Registrations, storm.Latency.Quantile(0.5), storm.Latency.Quantile(0.99))
-	}
-	if q := quiet.Latency.Quantile(0.99); q > 0 {
-		fmt.Fprintf(out, "route p99 during the storm is %.2fx the quiet p99\n", float64(busy.Latency.Quantile(0.99))/float64(q))
-	}
 	return nil
 }
 
