@@ -341,8 +341,8 @@ bench-load: build ## Route, registration and mixed loads with nsbench, then the 
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 1 -topics-per-broker 10000 -interval 500ms -duration 20s -new-version
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 100 -topics-per-broker 1000 -interval 30s -duration 35s
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode register -brokers 100 -topics-per-broker 1000 -interval 30s -duration 35s -shared-topics
-	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s
-	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s -new-version
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s -windows 10
+	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s -windows 10 -new-version
 	$(MAKE) bench-curves
 
 # docs/benchmarks.md's cost curves: memory, registration CPU, route CPU and
