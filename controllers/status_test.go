@@ -102,7 +102,7 @@ func TestComputeStatusConditions(t *testing.T) {
 	b1, b2 := testBroker("10.1.0.1:10911", old), testBroker("10.1.0.2:10911", old)
 	both := []peerstatus.Broker{b1, b2}
 	refusedTarget := problem{Reason: v1alpha1.RefusalTarget, Message: `spec.publish.targets: namespace "later" does not exist`}
-	type conds map[string]string // type -> "True/Reason" (message checked separately)
+	type conds map[string]string // type -> condTrue(reason) etc. (message checked separately)
 	tests := []struct {
 		name  string
 		scene scene
@@ -114,58 +114,58 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "a new cluster: nothing serves yet",
 			scene: scene{replicas: 3, pods: "UUU"},
 			want: conds{
-				v1alpha1.ConditionAvailable: "False/NoPeerServing", v1alpha1.ConditionAddressesPublished: "False/WaitingForPeers",
-				v1alpha1.ConditionDegraded: "False/AsExpected", v1alpha1.ConditionProgressing: "True/Scaling",
-				v1alpha1.ConditionRoutesConsistent: "Unknown/NotChecked", v1alpha1.ConditionKVConfigInSync: "True/NothingDeclared",
+				v1alpha1.ConditionAvailable: condFalse(v1alpha1.ReasonNoPeerServing), v1alpha1.ConditionAddressesPublished: condFalse(v1alpha1.ReasonWaitingForPeers),
+				v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected), v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonScaling),
+				v1alpha1.ConditionRoutesConsistent: condUnknown(v1alpha1.ReasonNotChecked), v1alpha1.ConditionKVConfigInSync: condTrue(v1alpha1.ReasonNothingDeclared),
 			},
 		},
 		{
 			name:  "settled: every peer serves and agrees",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2, reads: map[int32][]peerstatus.Broker{0: both, 1: both, 2: both}},
 			want: conds{
-				v1alpha1.ConditionAvailable: "True/PeersServing", v1alpha1.ConditionAddressesPublished: "True/Published",
-				v1alpha1.ConditionDegraded: "False/AsExpected", v1alpha1.ConditionProgressing: "False/Stable",
-				v1alpha1.ConditionRoutesConsistent: "True/Consistent",
+				v1alpha1.ConditionAvailable: condTrue(v1alpha1.ReasonPeersServing), v1alpha1.ConditionAddressesPublished: condTrue(v1alpha1.ReasonPublished),
+				v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected), v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonStable),
+				v1alpha1.ConditionRoutesConsistent: condTrue(v1alpha1.ReasonConsistent),
 			},
 		},
 		{
 			name:  "the first reconcile of a new template is not Stable: its controller has not seen it",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 2},
-			want:  conds{v1alpha1.ConditionProgressing: "True/RollingOut", v1alpha1.ConditionDegraded: "False/AsExpected"},
+			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
 			like:  map[string]string{v1alpha1.ConditionProgressing: "has not observed"},
 		},
 		{
 			name:  "a listed peer down outside a roll is degraded",
 			scene: scene{replicas: 3, pods: "RUR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2},
-			want:  conds{v1alpha1.ConditionAvailable: "True/PeersServing", v1alpha1.ConditionDegraded: "True/PeersNotReady"},
+			want:  conds{v1alpha1.ConditionAvailable: condTrue(v1alpha1.ReasonPeersServing), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
 			like:  map[string]string{v1alpha1.ConditionDegraded: "ns1-1"},
 		},
 		{
 			name:  "a routine roll, one peer restarting, is not degraded",
 			scene: scene{replicas: 3, pods: "rrU", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3},
-			want:  conds{v1alpha1.ConditionProgressing: "True/RollingOut", v1alpha1.ConditionDegraded: "False/AsExpected"},
+			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
 			like:  map[string]string{v1alpha1.ConditionProgressing: "waiting for listed ordinal 2"},
 		},
 		{
 			name:  "two peers down during a roll is degraded",
 			scene: scene{replicas: 3, pods: "rUU", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3},
-			want:  conds{v1alpha1.ConditionProgressing: "True/RollingOut", v1alpha1.ConditionDegraded: "True/PeersNotReady"},
+			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
 		},
 		{
 			name:  "paused with outdated peers",
 			scene: scene{replicas: 3, pods: "rrr", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3, paused: true},
-			want:  conds{v1alpha1.ConditionProgressing: "False/RolloutPaused", v1alpha1.ConditionDegraded: "False/AsExpected"},
+			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonRolloutPaused), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
 			like:  map[string]string{v1alpha1.ConditionProgressing: "ns1-0, ns1-1, ns1-2 run an outdated pod template"},
 		},
 		{
 			name:  "draining after a scale-down",
 			scene: scene{replicas: 2, pods: "RRR", published: []int32{0, 1}, stsGeneration: 2, observed: 2, stsReplicas: 3, drain: true},
-			want:  conds{v1alpha1.ConditionProgressing: "True/Draining", v1alpha1.ConditionAddressesPublished: "True/Published"},
+			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonDraining), v1alpha1.ConditionAddressesPublished: condTrue(v1alpha1.ReasonPublished)},
 		},
 		{
 			name:  "a scale-down held by a peer that would remain and does not serve",
 			scene: scene{replicas: 1, pods: "URR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2, stsReplicas: 3},
-			want:  conds{v1alpha1.ConditionProgressing: "False/ScaleDownHeld", v1alpha1.ConditionDegraded: "True/PeersNotReady"},
+			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonScaleDownHeld), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
 			like:  map[string]string{v1alpha1.ConditionProgressing: "ns1-0, which would remain, does not serve"},
 		},
 		{
@@ -173,27 +173,27 @@ func TestComputeStatusConditions(t *testing.T) {
 			scene: scene{replicas: 3, pods: "rrR", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3,
 				problems: []problem{refusedTarget}},
 			want: conds{
-				v1alpha1.ConditionProgressing: "True/RollingOut", v1alpha1.ConditionAddressesPublished: "False/TargetRefused",
-				v1alpha1.ConditionDegraded: "True/TargetRefused",
+				v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionAddressesPublished: condFalse(v1alpha1.RefusalTarget),
+				v1alpha1.ConditionDegraded: condTrue(v1alpha1.RefusalTarget),
 			},
 		},
 		{
 			name:  "a refusal with nothing else moving blocks",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2, problems: []problem{refusedTarget}},
-			want:  conds{v1alpha1.ConditionProgressing: "False/Blocked"},
+			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonBlocked)},
 		},
 		{
 			name: "a broker cut off from one serving peer",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2,
 				reads: map[int32][]peerstatus.Broker{0: both, 1: {b1}, 2: both}},
-			want: conds{v1alpha1.ConditionRoutesConsistent: "False/BrokerMissing"},
+			want: conds{v1alpha1.ConditionRoutesConsistent: condFalse(v1alpha1.ReasonBrokerMissing)},
 			like: map[string]string{v1alpha1.ConditionRoutesConsistent: "broker DefaultCluster/broker-10.1.0.2:10911@10.1.0.2:10911 is missing from peer ns1-1"},
 		},
 		{
 			name: "a serving peer the operator cannot read",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2,
 				reads: map[int32][]peerstatus.Broker{0: both, 1: nil, 2: both}},
-			want: conds{v1alpha1.ConditionRoutesConsistent: "Unknown/PeerUnreachable"},
+			want: conds{v1alpha1.ConditionRoutesConsistent: condUnknown(v1alpha1.ReasonPeerUnreachable)},
 			like: map[string]string{v1alpha1.ConditionRoutesConsistent: "ns1-1"},
 		},
 		{
@@ -203,7 +203,7 @@ func TestComputeStatusConditions(t *testing.T) {
 				kv: map[int32]*peerstatus.KVStatus{0: {Digest: "current", InSync: true}, 1: {Digest: "current", Drift: []peerstatus.KVDrift{
 					{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicA", Reason: peerstatus.DriftDiffers}}}},
 				reads: map[int32][]peerstatus.Broker{0: nil, 1: nil}},
-			want: conds{v1alpha1.ConditionKVConfigInSync: "False/NotDelivered"},
+			want: conds{v1alpha1.ConditionKVConfigInSync: condFalse(v1alpha1.ReasonKVNotDelivered)},
 			like: map[string]string{v1alpha1.ConditionKVConfigInSync: "peer ns1-0"},
 		},
 	}
@@ -259,3 +259,9 @@ func TestKVInSyncNamesPeerAndKey(t *testing.T) {
 		}
 	}
 }
+
+// condTrue, condFalse and condUnknown spell a condition's status and
+// reason as the table compares them, from the API's reason constants.
+func condTrue(reason string) string    { return string(metav1.ConditionTrue) + "/" + reason }
+func condFalse(reason string) string   { return string(metav1.ConditionFalse) + "/" + reason }
+func condUnknown(reason string) string { return string(metav1.ConditionUnknown) + "/" + reason }
