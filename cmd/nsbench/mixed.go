@@ -24,7 +24,7 @@ import (
 // registration, and a quiet window starts only once all of them are
 // parked, so no registration runs in a quiet window.
 func mixedMode(ctx context.Context, o *options, out io.Writer) error {
-	if o.windows < 1 || o.duration/time.Duration(max(o.windows, 1)) < 100*time.Millisecond {
+	if o.windows < 1 || o.duration/time.Duration(o.windows) < 100*time.Millisecond {
 		return fmt.Errorf("-windows %d: need at least one window of at least 100ms within -duration %v", o.windows, o.duration)
 	}
 	topics, stop, err := prepared(ctx, o)
