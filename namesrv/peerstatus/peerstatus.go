@@ -106,6 +106,21 @@ type Gate struct {
 	// those of them not live here yet (at most MaxListed).
 	Expected int         `json:"expected"`
 	Missing  []BrokerKey `json:"missing,omitempty"`
+	// Record is what this NameServer's previous process recorded of its
+	// live brokers (its persisted record), nil when it found none: after a
+	// full outage or in a one-replica cluster, no serving peer can say which
+	// brokers to wait for, and this is what was live before the restart.
+	Record *GateRecord `json:"record,omitempty"`
+	// WarmUpUntil is when the warm-up needWaitForService asks for ends; a
+	// closed gate does not open before it. Nil without a warm-up.
+	WarmUpUntil *time.Time `json:"warmUpUntil,omitempty"`
+}
+
+// GateRecord is a NameServer's persisted record of its live brokers.
+type GateRecord struct {
+	// RecordedAt is when the brokers were last seen live together.
+	RecordedAt time.Time   `json:"recordedAt"`
+	Brokers    []BrokerKey `json:"brokers"`
 }
 
 // GateRequest is POST /routes/gate: open the gate once every one of these
@@ -113,6 +128,14 @@ type Gate struct {
 // empty). Each request replaces the previous list; an open gate stays open.
 type GateRequest struct {
 	Expect []BrokerKey `json:"expect"`
+	// WaitSeconds, when above 0, says that no serving peer vouches for
+	// Expect (every peer restarted, or the cluster has one replica): Expect
+	// is what was live before the restart as far as anyone recorded it.
+	// The gate then opens once every broker of a non-empty Expect is live,
+	// or WaitSeconds after the NameServer started (one broker round and
+	// some slack), whichever comes first; an empty Expect does not open it
+	// at once.
+	WaitSeconds int `json:"waitSeconds,omitempty"`
 }
 
 // KV policies of a declared-KV file.
