@@ -167,7 +167,10 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 	}
 	outstanding, err := send(l.Inflight)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("send: %w", err)
 	}
 	frames := remoting.NewFrameReader(bufio.NewReaderSize(nc, 256<<10), remoting.DefaultFrameMaxLength)
 	var dec remoting.Decoder
@@ -206,6 +209,12 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 		}
 		sent, err := send(answered)
 		if err != nil {
+			// The end of ctx moves the deadline into the past, which fails
+			// a write that began just before it: that is the stop, not a
+			// failure.
+			if ctx.Err() != nil {
+				return nil
+			}
 			return fmt.Errorf("send: %w", err)
 		}
 		outstanding += sent
