@@ -112,17 +112,15 @@ func New(o Options) (*Server, error) {
 		httpListener: o.HTTPListener,
 		liveTimeout:  o.LiveTimeout,
 	}
-	s.routes = route.New(route.Options{
-		View:                              viewOptions(cfg),
-		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
-		OnRegister:                        func(cluster, addr string) { s.gate.Registered(cluster, addr) },
-		Logger:                            o.Logger.With("component", "route"),
-	})
+	// Routes read the order config from the store whenever they are built,
+	// so what the store holds reaches them however it got there (loaded
+	// from the file here, a KV write, a declared-KV apply); the change
+	// callback rebuilds routes built before a change.
 	kv, err := kvconfig.Open(cfg.KVConfigPath, kvconfig.Options{
 		Logger: o.Logger.With("component", "kvconfig"),
-		OnChange: func(ns, key, value string, present bool) {
+		OnChange: func(ns, key, _ string, _ bool) {
 			if ns == protocol.NamespaceOrderTopicConfig {
-				s.routes.SetOrderConf(key, value, present)
+				s.routes.OrderConfChanged(key)
 			}
 		},
 	})
@@ -130,6 +128,15 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("open kv config: %w", err)
 	}
 	s.kv = kv
+	s.routes = route.New(route.Options{
+		View:                              viewOptions(cfg),
+		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
+		OrderConf: func(topic string) (string, bool) {
+			return kv.Get(protocol.NamespaceOrderTopicConfig, topic)
+		},
+		OnRegister: func(cluster, addr string) { s.gate.Registered(cluster, addr) },
+		Logger:     o.Logger.With("component", "route"),
+	})
 	if cfg.KVDeclaredFile != "" {
 		s.declared = kvdeclared.New(kvdeclared.Options{Path: cfg.KVDeclaredFile, Store: kv, Logger: o.Logger.With("component", "kvdeclared")})
 	}
