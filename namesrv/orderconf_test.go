@@ -26,12 +26,14 @@ import (
 // on POST /kv/declared/apply) and a batch Apply. One test per path, each
 // over the wire.
 
-// runServer starts a NameServer on cfg and returns it with a stop function
-// that may be called before the test ends (the cleanup stops it otherwise).
-func runServer(t *testing.T, cfg *config.Config) (*namesrv.Server, func()) {
+// runServer starts a NameServer with o (on a loopback HTTP port) and
+// returns it with a stop function that may be called before the test ends
+// (the cleanup stops it otherwise).
+func runServer(t *testing.T, o namesrv.Options) (*namesrv.Server, func()) {
 	t.Helper()
 	hl := httpListener(t)
-	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
+	o.HTTPListener = hl
+	s, err := namesrv.New(o)
 	if err != nil {
 		hl.Close()
 		t.Fatal(err)
@@ -101,7 +103,7 @@ func TestOrderConfAfterARestart(t *testing.T) {
 	hl.Close()
 	b := orderBroker(t)
 
-	first, stop := runServer(t, cfg)
+	first, stop := runServer(t, namesrv.Options{Config: cfg})
 	mustRegister(t, b, first.Addr().String())
 	c := dial(t, first, remotingclient.Options{})
 	putKV(t, c, protocol.NamespaceOrderTopicConfig, "T", "b:4")
@@ -110,7 +112,7 @@ func TestOrderConfAfterARestart(t *testing.T) {
 	}
 	stop()
 
-	again, _ := runServer(t, cfg)
+	again, _ := runServer(t, namesrv.Options{Config: cfg})
 	mustRegister(t, b, again.Addr().String())
 	c = dial(t, again, remotingclient.Options{})
 	if r := invoke(t, c, protocol.GetKVConfig, nil, "namespace", protocol.NamespaceOrderTopicConfig, "key", "T"); r.Ext["value"] != "b:4" {
@@ -136,7 +138,7 @@ func TestOrderConfOfAFileWrittenBeforeStart(t *testing.T) {
 			if err := os.WriteFile(cfg.KVConfigPath, []byte(`{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"b:8"}}}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s, _ := runServer(t, cfg)
+			s, _ := runServer(t, namesrv.Options{Config: cfg})
 			mustRegister(t, orderBroker(t), s.Addr().String())
 			c := dial(t, s, remotingclient.Options{})
 			if enableLater {
@@ -221,7 +223,7 @@ func declaredOrderServer(t *testing.T, decl, stored string) (*namesrv.Server, *r
 			t.Fatal(err)
 		}
 	}
-	s, _ := runServer(t, cfg)
+	s, _ := runServer(t, namesrv.Options{Config: cfg})
 	mustRegister(t, orderBroker(t), s.Addr().String())
 	return s, dial(t, s, remotingclient.Options{}), cm
 }
