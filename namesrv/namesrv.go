@@ -1,9 +1,10 @@
 // Package namesrv assembles a RocketMQ NameServer: the route table, the KV
 // store and the live configuration behind a remoting server (plain, TLS or
 // both, with its connection limits), the periodic scan that expires silent
-// brokers, the start-up route gate, the declared KV config, and the HTTP
-// side (health, metrics, address server, peer status). cmd/namesrv runs
-// one; tests and the end-to-end suite start them in-process.
+// brokers, the start-up route gate with its record of live brokers, the
+// declared KV config, and the HTTP side (health, metrics, address server,
+// peer status). cmd/namesrv runs one; tests and the end-to-end suite start
+// them in-process.
 package namesrv
 
 import (
