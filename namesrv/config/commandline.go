@@ -37,6 +37,7 @@ var flagSpecs = []flagSpec{
 	{long: "route-gate-enable", prop: "routeGateEnable", usage: "start with the route gate closed until POST /routes/gate's brokers are live or the timeout passes"},
 	{long: "route-gate-timeout-seconds", arg: "SECONDS", prop: "routeGateTimeoutSeconds", usage: "seconds after start at which a closed route gate opens by itself"},
 	{long: "kv-declared-file", arg: "FILE", prop: "kvDeclaredFile", usage: "JSON file of declared KV config, applied at start and when it changes"},
+	{long: "live-brokers-path", arg: "FILE", prop: "liveBrokersPath", usage: "file recording the live brokers for the route gate after a restart (default: liveBrokers.json beside the KV file)"},
 	{long: "tls-mode", arg: "MODE", prop: "tls.server.mode", usage: "TLS on the remoting port: disabled, permissive (TLS and plain) or enforcing"},
 	{long: "tls-cert", arg: "FILE", prop: "tls.server.certPath", usage: "PEM certificate chain for TLS; re-read when it changes"},
 	{long: "tls-key", arg: "FILE", prop: "tls.server.keyPath", usage: "PEM private key of that certificate; re-read when it changes"},

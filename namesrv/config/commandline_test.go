@@ -189,6 +189,7 @@ func TestResolveEveryPropertyFlagAndEnv(t *testing.T) {
 		{"route-gate-enable", "NAMESRV_ROUTE_GATE_ENABLE", "routeGateEnable", "true"},
 		{"route-gate-timeout-seconds", "NAMESRV_ROUTE_GATE_TIMEOUT_SECONDS", "routeGateTimeoutSeconds", "15"},
 		{"kv-declared-file", "NAMESRV_KV_DECLARED_FILE", "kvDeclaredFile", "/etc/namesrv/kv/declared.json"},
+		{"live-brokers-path", "NAMESRV_LIVE_BROKERS_PATH", "liveBrokersPath", "/data/live.json"},
 		{"tls-mode", "NAMESRV_TLS_MODE", "tls.server.mode", "enforcing"},
 		{"tls-cert", "NAMESRV_TLS_CERT", "tls.server.certPath", "/etc/namesrv/tls/tls.crt"},
 		{"tls-key", "NAMESRV_TLS_KEY", "tls.server.keyPath", "/etc/namesrv/tls/tls.key"},

@@ -93,6 +93,7 @@ type Config struct {
 	RouteGateEnable         bool   `prop:"routeGateEnable" default:"false" effect:"restart" doc:"start with the route gate closed: client route and KV reads get their connection closed, so clients use another NameServer, until the brokers named by POST /routes/gate are live here or routeGateTimeoutSeconds pass"`
 	RouteGateTimeoutSeconds int    `prop:"routeGateTimeoutSeconds" default:"90" min:"0" effect:"restart" doc:"time after start at which a closed route gate opens by itself, seconds; at least 1 when routeGateEnable is true"`
 	KVDeclaredFile          string `prop:"kvDeclaredFile" default:"" effect:"restart" doc:"JSON file of declared KV config (policy, configTable, removed), applied at start, when it changes, and on POST /kv/declared/apply; empty disables"`
+	LiveBrokersPath         string `prop:"liveBrokersPath" default:"" effect:"restart" doc:"file where the NameServer keeps its record of live brokers (cluster and address), shown after a restart as gate.record in /routes/summary; empty: liveBrokers.json in the directory of kvConfigPath"`
 
 	// Limits of the remoting server (Go additions): each one bounds what a
 	// slow, stuck or hostile client can hold.

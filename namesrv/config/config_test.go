@@ -64,6 +64,7 @@ var javaDefaults = map[string]string{
 	"routeGateEnable":         "false",
 	"routeGateTimeoutSeconds": "90",
 	"kvDeclaredFile":          "",
+	"liveBrokersPath":         "",
 
 	"maxConnections":            "10000",
 	"frameReadTimeoutMillis":    "30000",

@@ -127,6 +127,7 @@ func TestUpdateBlackList(t *testing.T) {
 		"configStorePath=/tmp/x",
 		"kvConfigPath=/tmp/kv.json",
 		"rocketmqHome=/tmp",
+		"liveBrokersPath=/etc/passwd",
 		"orderMessageEnable=true\nkvConfigPath=/tmp/kv.json",
 		"rocketmqHome=/tmp\norderMessageEnable=true",
 		"listenPort=1", // added through configBlackList below

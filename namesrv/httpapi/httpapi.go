@@ -163,7 +163,7 @@ func (h *Handler) gate(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, err.Error()+"\n")
 		return
 	}
-	h.opts.Logger.Info("route gate request", "remote", r.RemoteAddr, "expect", len(req.Expect))
+	h.opts.Logger.Info("route gate request", "remote", r.RemoteAddr, "expect", len(req.Expect), "waitSeconds", req.WaitSeconds)
 	writeJSON(w, h.opts.Gate(req))
 }
 
@@ -179,7 +179,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 func decodeGateRequest(body []byte) (peerstatus.GateRequest, error) {
 	var req peerstatus.GateRequest
 	if len(bytes.TrimSpace(body)) == 0 {
-		return req, errors.New(`empty gate request: want a JSON object {"expect":[{"cluster":...,"addr":...}]}`)
+		return req, errors.New(`empty gate request: want a JSON object {"expect":[{"cluster":...,"addr":...}],"waitSeconds":...}`)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -193,6 +193,9 @@ func decodeGateRequest(body []byte) (peerstatus.GateRequest, error) {
 		if k.Cluster == "" || k.Addr == "" {
 			return peerstatus.GateRequest{}, fmt.Errorf("gate request: expect[%d] needs both cluster and addr", i)
 		}
+	}
+	if req.WaitSeconds < 0 || req.WaitSeconds > peerstatus.MaxGateWaitSeconds {
+		return peerstatus.GateRequest{}, fmt.Errorf("gate request: waitSeconds %d out of range, want 0 to %d", req.WaitSeconds, peerstatus.MaxGateWaitSeconds)
 	}
 	return req, nil
 }

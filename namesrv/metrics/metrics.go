@@ -1,8 +1,9 @@
 // Package metrics exports the NameServer's Prometheus metrics: requests by
 // code and result with latency histograms, connections, hits of the
 // connection limits, the TLS certificate in use, the sizes and events of
-// the route table and the KV store, the start-up route gate and the
-// declared KV config (the Java NameServer exports none).
+// the route table and the KV store, the start-up route gate, the record of
+// live brokers and the declared KV config (the Java NameServer exports
+// none).
 //
 // Per-request counting is on the route-query hot path, so every label
 // combination of a known request and response code is resolved once at
@@ -21,6 +22,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvdeclared"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/liverecord"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
@@ -104,6 +106,8 @@ type Sources struct {
 	// Declared applies the declared-KV file; nil when none is configured,
 	// and then its series are absent.
 	Declared *kvdeclared.Declared
+	// Record keeps the record of live brokers; nil: none.
+	Record *liverecord.Recorder
 }
 
 // New builds the metrics; register them with Register.
@@ -199,6 +203,13 @@ func New(src Sources) *Metrics {
 			counter("kv_declared_applies_total", applies, prometheus.Labels{"result": "error"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Failed })),
 			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "written"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Written })),
 			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "deleted"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Deleted })),
+		)
+	}
+	if r := src.Record; r != nil {
+		help := "Writes of the record of live brokers (liveBrokersPath), by result."
+		m.collectors = append(m.collectors,
+			counter("live_brokers_record_writes_total", help, prometheus.Labels{"result": "ok"}, func() float64 { return float64(r.Stats().Written) }),
+			counter("live_brokers_record_writes_total", help, prometheus.Labels{"result": "error"}, func() float64 { return float64(r.Stats().Failed) }),
 		)
 	}
 	for _, why := range []route.EvictReason{route.EvictUnregister, route.EvictClosed, route.EvictExpired} {

@@ -98,9 +98,14 @@ type Gate struct {
 	Enabled bool `json:"enabled"`
 	Open    bool `json:"open"`
 	// OpenedBy says what opened it: "request" (a gate request's brokers
-	// were all live), "timeout", or "" while closed or disabled.
+	// were all live), "wait" (a request's WaitSeconds after start passed
+	// first), "timeout" (routeGateTimeoutSeconds passed first), or "" while
+	// closed or disabled.
 	OpenedBy string `json:"openedBy,omitempty"`
-	// Deadline is when a closed gate opens by itself.
+	// Deadline is when a closed gate opens if no broker registers or
+	// leaves: the latest request's WaitSeconds or the timeout after start,
+	// whichever comes first, but not before WarmUpUntil; or WarmUpUntil
+	// when the request is met already.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Expected counts the brokers of the latest gate request; Missing are
 	// those of them not live here yet (at most MaxListed).
@@ -137,6 +142,11 @@ type GateRequest struct {
 	// at once.
 	WaitSeconds int `json:"waitSeconds,omitempty"`
 }
+
+// MaxGateWaitSeconds bounds GateRequest.WaitSeconds; a request above it,
+// or below 0, is refused. The timeout bounds the wait anyway; this catches
+// a unit mix-up.
+const MaxGateWaitSeconds = 3600
 
 // KV policies of a declared-KV file.
 const (

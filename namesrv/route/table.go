@@ -45,7 +45,7 @@ type Channel interface {
 // rebuilds every route.
 type ViewOptions struct {
 	// OrderMessageEnable adds orderTopicConf from the KV store
-	// (docs/protocol.md#order-topic-conf).
+	// (docs/protocol.md#order-topic-conf), read through Options.OrderConf.
 	OrderMessageEnable bool
 	// SupportActingMaster lets the smallest slave stand in as id 0 for
 	// groups without a master whose queues are read-only
@@ -59,6 +59,14 @@ type Options struct {
 	// DeleteTopicWithBrokerRegistration prunes a master's topics that are
 	// absent from its registration (docs/protocol.md#prune-topics).
 	DeleteTopicWithBrokerRegistration bool
+	// OrderConf returns a topic's ORDER_TOPIC_CONFIG value in the KV store,
+	// read whenever a route is built with OrderMessageEnable on (nil: none).
+	// The table holds no copy of it: whatever put the value in the store
+	// (loading the file at start, a KV write, a declared-KV apply), a route
+	// built afterwards carries it. Routes already built are rebuilt by
+	// OrderConfChanged, which the store's change callback calls. It must
+	// not wait for the table.
+	OrderConf func(topic string) (conf string, ok bool)
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// OnRegister, if set, runs after every registration that leaves the
@@ -181,10 +189,6 @@ type Table struct {
 	// (TopicQueueMappingInfo) routes carry. Java's
 	// topicQueueMappingInfoTable.
 	mappings map[string]map[string]*fjson.Value
-	// orderConf: topic → its ORDER_TOPIC_CONFIG value in the KV store,
-	// which routes carry when orderMessageEnable is on. Java reads the KV
-	// store at each route query instead.
-	orderConf map[string]string
 	// pending collects what the write in progress changed; zero between
 	// writes.
 	pending changes
@@ -227,7 +231,6 @@ func New(opts Options) *Table {
 		live:         map[liveKey]*liveInfo{},
 		filters:      map[liveKey][]string{},
 		mappings:     map[string]map[string]*fjson.Value{},
-		orderConf:    map[string]string{},
 	}
 	t.index.Store(newIndex(map[string]*topic{}))
 	return t
@@ -291,23 +294,16 @@ func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 	t.mu.Unlock()
 }
 
-// SetOrderConf records a topic's ORDER_TOPIC_CONFIG value (present false:
-// removed); routes carry it when OrderMessageEnable is on.
-func (t *Table) SetOrderConf(name, conf string, present bool) {
+// OrderConfChanged rebuilds a topic's route after its ORDER_TOPIC_CONFIG
+// value changed in the KV store, when routes carry it (OrderMessageEnable).
+// Java reads the KV store at each route query; here the value is read when
+// the route is built, and this call makes sure the built route follows.
+func (t *Table) OrderConfChanged(name string) {
 	t.write(func(c *changes) {
-		old, had := t.orderConf[name]
-		if had == present && old == conf {
-			return
-		}
-		if present {
-			t.orderConf[name] = conf
-		} else {
-			delete(t.orderConf, name)
-		}
 		if !t.opts.View.OrderMessageEnable {
 			return
 		}
-		if tp := c.lookup(t, name); tp != nil {
+		if tp := c.lookup(t, name); tp != nil && tp.view.Load() != nil {
 			c.touch(tp)
 		}
 	})
@@ -469,8 +465,8 @@ func (t *Table) buildView(name string, queues []body.QueueData) *view {
 	if t.opts.View.SupportActingMaster && !strings.HasPrefix(name, syncBrokerMemberPrefix) {
 		actingMaster(rd)
 	}
-	if t.opts.View.OrderMessageEnable {
-		rd.OrderTopicConf, rd.HasOrderConf = t.orderConf[name]
+	if t.opts.View.OrderMessageEnable && t.opts.OrderConf != nil {
+		rd.OrderTopicConf, rd.HasOrderConf = t.opts.OrderConf(name)
 	}
 	return v
 }
