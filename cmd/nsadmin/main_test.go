@@ -150,6 +150,12 @@ func runNsadmin(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// nsadmin allows 3 s per peer by default, which a test's race-built
+	// peers on a loaded machine can exceed; tests of the timeout itself set
+	// --timeout.
+	if slices.Contains(args, "-n") && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--timeout") }) {
+		args = append(slices.Clone(args), "--timeout=20s")
+	}
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "NAMESRV_ADDR=") && !strings.HasPrefix(e, "ROCKETMQ_SERIALIZE_TYPE=") {
