@@ -230,12 +230,18 @@ func TestOwners(t *testing.T) {
 	admit := func(id string, claim bool, names ...string) (string, bool) {
 		h := o.Lock(names...)
 		defer h.Unlock()
-		_, owner, ok := h.Admit(id, claim)
-		return owner, ok
+		a := h.Admit(id, claim)
+		return a.Owner, a.OK
 	}
-	// The first registrant claims a free name.
-	if _, ok := admit("uri:a", true, "broker-a"); !ok {
-		t.Fatal("first registration refused")
+	// The first registrant claims a free name; its next registration
+	// claims nothing new.
+	for i, want := range []bool{true, false} {
+		h := o.Lock("broker-a")
+		a := h.Admit("uri:a", true)
+		h.Unlock()
+		if !a.OK || a.Claimed != want {
+			t.Fatalf("registration %d: %+v", i, a)
+		}
 	}
 	setLive("broker-a", true)
 	if _, ok := admit("uri:a", true, "broker-a"); !ok {
@@ -307,7 +313,7 @@ func TestOwnersRace(t *testing.T) {
 			wg.Go(func() {
 				h := o.Lock("broker")
 				defer h.Unlock()
-				if _, _, ok := h.Admit(id, true); ok {
+				if h.Admit(id, true).OK {
 					mu.Lock()
 					registered = id
 					admitted = append(admitted, id)

@@ -91,26 +91,39 @@ func (h *Held) Unlock() {
 	}
 }
 
+// Admission is Admit's verdict.
+type Admission struct {
+	OK bool
+	// Claimed is set when the identity became the owner of a name it did
+	// not own before.
+	Claimed bool
+	// Name and Owner, when refused, are the name and the identity that
+	// owns it.
+	Name, Owner string
+}
+
 // Admit reports whether identity may act on every held name, and claims
 // the free ones for it when claim is set (registrations claim, an
 // unregistration or a topic registration does not). A name is free when
 // nobody registered it yet or its owner's group has left the route table.
-// When refused, it returns the name and its owner.
-func (h *Held) Admit(identity string, claim bool) (name, owner string, ok bool) {
+func (h *Held) Admit(identity string, claim bool) Admission {
 	for i, r := range h.owners {
 		if !r.claimed || r.id == identity {
 			continue
 		}
 		if h.o.live(h.names[i]) {
-			return h.names[i], r.id, false
+			return Admission{Name: h.names[i], Owner: r.id}
 		}
 	}
+	a := Admission{OK: true}
 	if claim {
 		for _, r := range h.owners {
-			r.id, r.claimed = identity, true
+			if !r.claimed || r.id != identity {
+				r.id, r.claimed, a.Claimed = identity, true, true
+			}
 		}
 	}
-	return "", "", true
+	return a
 }
 
 // Prune forgets the names whose group has left the route table, so the
