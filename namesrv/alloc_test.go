@@ -44,9 +44,9 @@ func (c *scriptedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *scriptedConn) Write(p []byte) (int, error)      { c.written += len(p); return len(p), nil }
-func (c *scriptedConn) Close() error                     { c.once.Do(func() { close(c.closed) }); return nil }
-func (c *scriptedConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (c *scriptedConn) Write(p []byte) (int, error) { c.written += len(p); return len(p), nil }
+func (c *scriptedConn) Close() error                { c.once.Do(func() { close(c.closed) }); return nil }
+func (c *scriptedConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
 func (c *scriptedConn) RemoteAddr() net.Addr {
 	return &net.TCPAddr{IP: net.IPv4(10, 2, 3, 4), Port: 40000}
 }
