@@ -148,7 +148,7 @@ func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remotin
 }
 
 func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response) {
-	if p.policy != nil && !p.authorized(c, req, resp) {
+	if p.policy != nil && !permits(c.Tag(), req.Code) && !p.authorized(c, req, resp) {
 		return
 	}
 	var err error
@@ -245,11 +245,19 @@ const (
 	tagGrants        uint64 = 0xFF
 )
 
-// authorized reports whether the peer holds the role the request's code
-// needs, and answers NO_PERMISSION when it does not. The connection keeps
-// working: a Java client sees an ordinary failed call. The peer's grants
-// are worked out on its first request and kept in the connection's tag,
-// so on the route path this is a load, an array lookup and a bit test.
+// permits is the route path's check, small enough to be inlined: whether
+// a connection's tag already holds the grants for code. The peer's grants
+// are worked out on its first request (authorized) and kept in the tag, so
+// every later request costs a load, an array lookup and a bit test.
+func permits(tag uint64, code int32) bool {
+	return tag&tagGrantsKnown != 0 && authz.Grants(tag&tagGrants).Has(authz.RoleOf(code))
+}
+
+// authorized is the rest of the check, for what permits did not let
+// through: it works out the peer's grants on its first request, and
+// answers NO_PERMISSION when the peer lacks the role the request's code
+// needs. The connection keeps working: a Java client sees an ordinary
+// failed call.
 func (p *Processor) authorized(c conn, req *remoting.Command, resp *remoting.Response) bool {
 	tag := c.Tag()
 	if tag&tagGrantsKnown == 0 {
