@@ -305,6 +305,7 @@ FUZZ_TARGETS ?= \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
 	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
+	./namesrv/httpapi:FuzzParseBearer ./namesrv/httpapi:FuzzParseTokens ./namesrv/authz:FuzzParsePolicy \
 	./internal/nsadmin:FuzzDecodeAnswers
 
 .PHONY: fuzz-short

@@ -1,10 +1,11 @@
 // Package namesrv assembles a RocketMQ NameServer: the route table, the KV
 // store and the live configuration behind a remoting server (plain, TLS or
-// both, with its connection limits), the periodic scan that expires silent
+// both, with its connection limits), authorization of requests by role
+// and broker-name ownership, the periodic scan that expires silent
 // brokers, the start-up route gate with its record of live brokers, the
 // declared KV config, and the HTTP side (health, metrics, address server,
-// peer status). cmd/namesrv runs one; tests and the end-to-end suite start
-// them in-process.
+// peer status, with optional credentials and TLS). cmd/namesrv runs one;
+// tests and the end-to-end suite start them in-process.
 package namesrv
 
 import (
@@ -24,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
@@ -76,6 +78,12 @@ type Server struct {
 	// restart.
 	recorder    *liverecord.Recorder
 	liveTimeout time.Duration
+	// owners records broker-name ownership; nil when it is off.
+	owners *authz.Owners
+	// httpAuth checks the HTTP port's credentials; httpTLS serves it TLS
+	// (nil: plain only).
+	httpAuth *httpapi.Auth
+	httpTLS  *remoting.CertFiles
 
 	listener net.Listener
 	// extra are the listeners of extraListenPorts.
@@ -183,7 +191,20 @@ func New(o Options) (*Server, error) {
 		Interval: o.LiveRecordInterval,
 		Logger:   o.Logger.With("component", "liverecord"),
 	})
-	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs, Gate: s.gate, Declared: s.declared, Record: s.recorder})
+	policy, err := setupAuthz(cfg, o.Logger)
+	if err != nil {
+		s.gate.Stop()
+		return nil, err
+	}
+	if cfg.AuthzBrokerNameOwnership {
+		s.owners = authz.NewOwners(func(name string) bool { return len(s.routes.MemberGroup(name)) > 0 })
+	}
+	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs, Gate: s.gate, Declared: s.declared, Record: s.recorder,
+		AuthzEnabled: cfg.AuthzEnable, Owners: s.owners, HTTPPaths: httpapi.GuardedPaths})
+	if s.httpAuth, s.httpTLS, err = setupHTTPAuth(cfg, policy, s.metrics, o.Logger); err != nil {
+		s.gate.Stop()
+		return nil, err
+	}
 	if err := s.metrics.Register(s.registry); err != nil {
 		s.gate.Stop()
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -193,13 +214,20 @@ func New(o Options) (*Server, error) {
 		s.routes.SetDeleteTopicWithBrokerRegistration(cur.DeleteTopicWithBrokerRegistration)
 		s.gate.Recheck()
 	})
+	var remotingPolicy *authz.Policy
+	if cfg.AuthzEnable {
+		remotingPolicy = policy
+	}
 	s.proc = processor.New(processor.Options{
-		Routes:  s.routes,
-		KV:      s.kv,
-		Config:  s.cfg,
-		Logger:  o.Logger.With("component", "processor"),
-		Started: s.started,
-		Gate:    s.gate,
+		Routes:   s.routes,
+		KV:       s.kv,
+		Config:   s.cfg,
+		Logger:   o.Logger.With("component", "processor"),
+		Started:  s.started,
+		Gate:     s.gate,
+		Policy:   remotingPolicy,
+		Owners:   s.owners,
+		Refusals: s.metrics,
 	})
 	var handler remoting.Handler = s.proc
 	if o.wrapHandler != nil {
@@ -268,6 +296,71 @@ func setupTLS(cfg *config.Config, log *slog.Logger) (remoting.TLSMode, *remoting
 	log.Info("TLS on the remoting port", "tls.server.mode", cfg.TLSServerMode, "cert", cfg.TLSServerCertPath,
 		"clientAuth", cfg.TLSServerNeedClientAuth, "notAfter", certs.NotAfter())
 	return mode, certs, nil
+}
+
+// setupAuthz reads the authorization lists and says, once, whether the
+// remoting port is open to every peer. The lists also serve the HTTP
+// port's client certificates, whether or not authzEnable is set.
+func setupAuthz(cfg *config.Config, log *slog.Logger) (*authz.Policy, error) {
+	policy, err := cfg.AuthzPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.AuthzEnable {
+		log.Warn("authorization is off (authzEnable=false): every peer of the remoting port may register brokers, " +
+			"write and delete KV config, wipe write permissions, delete topics and update the configuration")
+	} else {
+		roles := policy.Describe()
+		log.Info("authorization by role on the remoting port", "broker", roles["broker"], "admin", roles["admin"], "read", roles["read"])
+	}
+	if cfg.AuthzBrokerNameOwnership {
+		if cfg.TLSServerNeedClientAuth == "none" || cfg.TLSServerTrustCertPath == "" {
+			log.Warn("authzBrokerNameOwnership is on but client certificates are not verified (tls.server.need.client.auth, " +
+				"tls.server.trustCertPath): every broker has the same empty identity, so no name is protected")
+		} else {
+			log.Info("broker names are owned by the client-certificate identity that registers them first")
+		}
+	}
+	return policy, nil
+}
+
+// setupHTTPAuth builds the HTTP port's credential check and, with
+// httpTLSMode, its TLS certificate: the remoting port's files, with client
+// certificates verified when given and never required, so probes that
+// cannot present one still get through.
+func setupHTTPAuth(cfg *config.Config, policy *authz.Policy, m *metrics.Metrics, log *slog.Logger) (*httpapi.Auth, *remoting.CertFiles, error) {
+	scope, err := httpapi.ParseScope(cfg.HTTPAuthScope)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := &httpapi.Auth{Scope: scope, CertGrants: policy.CertGrants, Refused: m.HTTPRefused}
+	if cfg.HTTPAuthTokenFile != "" {
+		if auth.Tokens, err = httpapi.NewTokenFile(cfg.HTTPAuthTokenFile, log.With("component", "http")); err != nil {
+			return nil, nil, err
+		}
+	}
+	if scope == httpapi.ScopeNone {
+		log.Warn("the HTTP port's endpoints need no credential (httpAuthScope=none): anyone who reaches it may open the route gate and re-apply the declared KV config")
+	}
+	if cfg.HTTPTLSMode == "disabled" {
+		return auth, nil, nil
+	}
+	clientAuth := tls.NoClientCert
+	if cfg.TLSServerTrustCertPath != "" {
+		clientAuth = tls.VerifyClientCertIfGiven
+	}
+	certs, err := remoting.NewCertFiles(remoting.CertFilesOptions{
+		CertPath:     cfg.TLSServerCertPath,
+		KeyPath:      cfg.TLSServerKeyPath,
+		ClientCAPath: cfg.TLSServerTrustCertPath,
+		ClientAuth:   clientAuth,
+		Logger:       log.With("component", "http-tls"),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("HTTP TLS: %w", err)
+	}
+	log.Info("TLS on the HTTP port", "httpTLSMode", cfg.HTTPTLSMode, "clientCertificates", clientAuth != tls.NoClientCert)
+	return auth, certs, nil
 }
 
 func viewOptions(c *config.Config) route.ViewOptions {
@@ -428,6 +521,10 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 		}
 		s.httpListener = l
 	}
+	if s.httpTLS != nil {
+		l = httpapi.SniffTLS(l, s.httpTLS.Config(), cfg.HTTPTLSMode == "enforcing",
+			time.Duration(cfg.TLSHandshakeTimeoutMillis)*time.Millisecond, s.log.With("component", "http"))
+	}
 	s.http = &http.Server{
 		Handler: httpapi.New(httpapi.Options{
 			AddressFile:       func() string { return s.cfg.Load().AddressFile },
@@ -447,6 +544,7 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 				return s.declared.Apply(), true
 			},
 			Gatherer: s.registry,
+			Auth:     s.httpAuth,
 			Logger:   s.log.With("component", "http"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -558,6 +656,9 @@ func (s *Server) scanLoop() {
 			return
 		case <-t.C:
 			s.routes.ScanExpired()
+			if s.owners != nil {
+				s.owners.Prune()
+			}
 		}
 	}
 }

@@ -27,9 +27,13 @@ var ErrBlackListed = errors.New("Can not update config in black list.") //nolint
 // NameServer writes, which an unauthenticated request must not choose, the
 // TLS keys because Java reads them from system properties, out of reach of
 // UPDATE_NAMESRV_CONFIG, and an unauthenticated request must not be able to
-// turn TLS off for the next restart.
+// turn TLS off for the next restart. The authorization keys likewise: a
+// request must not be able to widen its own grants for the next restart.
 var alwaysBlackListed = []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "liveBrokersPath",
-	"tls.server.mode", "tls.server.certPath", "tls.server.keyPath", "tls.server.trustCertPath", "tls.server.need.client.auth"}
+	"tls.server.mode", "tls.server.certPath", "tls.server.keyPath", "tls.server.trustCertPath", "tls.server.need.client.auth",
+	"authzEnable", "authzBrokerIdentities", "authzBrokerNetworks", "authzAdminIdentities", "authzAdminNetworks",
+	"authzReadIdentities", "authzReadNetworks", "authzBrokerNameOwnership",
+	"httpAuthScope", "httpAuthTokenFile", "httpTLSMode"}
 
 // state is one immutable version of the live configuration.
 type state struct {
