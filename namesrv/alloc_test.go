@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/processor"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // scriptedConn is a connection whose peer sends a fixed batch of requests

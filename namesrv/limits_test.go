@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 	"io"
 	"log/slog"
 	"net"
@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // runningServer is a NameServer a test can stop before its end.

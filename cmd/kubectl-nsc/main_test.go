@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // The tests run the plugin as a process against a real API server

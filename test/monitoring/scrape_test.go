@@ -37,7 +37,6 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
@@ -46,6 +45,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // scrape is one /metrics answer, by metric family.

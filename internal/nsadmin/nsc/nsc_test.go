@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/fake"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/nsadmin"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 func object(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
