@@ -66,8 +66,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: fmt
-fmt: ## Format the Go code.
-	$(GO) fmt ./...
+fmt: ## Format the Go code of every module.
+	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: vet
 vet: ## Run go vet.
@@ -234,12 +234,18 @@ test-fast: check-fmt ## gofmt, vet and -race tests of every package that needs n
 	$(GO) vet $(FAST_PACKAGES)
 	$(GO) test -race -count=1 $(FAST_PACKAGES)
 
-# tools/ is a module of its own (nsbench, loadgen, plot, refcheck), so that
-# the product's go.mod and `go list -deps ./cmd/...` hold none of it.
+# Modules of their own beside the product, so that the product's go.mod and
+# `go list -deps ./cmd/...` hold none of them: tools/ (nsbench, loadgen, plot,
+# refcheck) and test/e2e (the end-to-end suite and its harness). The suite's
+# files are vetted here with its build tag and run by test-e2e; the
+# harness's own tests run here.
+TOOL_MODULES ?= tools test/e2e
+
 .PHONY: test-tools
-test-tools: ## vet and -race tests of the tools module (tools/: nsbench, loadgen, plot, refcheck).
-	$(GO) vet -C tools ./...
-	$(GO) test -C tools -race -count=1 ./...
+test-tools: ## vet and -race tests of the modules beside the product (TOOL_MODULES: tools, test/e2e's harness).
+	@for m in $(TOOL_MODULES); do \
+	  echo "$$m: vet and tests"; \
+	  $(GO) vet -C $$m -tags e2e ./... && $(GO) test -C $$m -race -count=1 ./... || exit 1; done
 
 .PHONY: test-slow
 test-slow: envtest-assets helm promql image-binaries ## The -race tests of SLOW_PACKAGES: envtest, install and monitoring (builds the tools they need first).
@@ -301,7 +307,7 @@ E2E_FLAGS ?=
 
 .PHONY: test-e2e
 test-e2e: $(E2E_PREREQUISITES) ## Run only the end-to-end suite, in a cluster in a box.
-	$(GO) test -c -tags e2e -o $(LOCALBIN)/e2e.test ./test/e2e
+	$(GO) test -C test/e2e -c -tags e2e -o $(LOCALBIN)/e2e.test .
 	assets="$$(hack/envtest-binaries.sh)" && cd test/e2e && KUBEBUILDER_ASSETS="$$assets" E2E_BIN_DIR=$(LOCALBIN) \
 	  $(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
 
