@@ -66,8 +66,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: fmt
-fmt: ## Format the Go code.
-	$(GO) fmt ./...
+fmt: ## Format the Go code of every module.
+	gofmt -l -w $$(git ls-files '*.go')
 
 .PHONY: vet
 vet: ## Run go vet.
@@ -78,11 +78,11 @@ check-fmt: ## Fail when a Go file is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Code and docs cite docs/protocol.md#<anchor>, other *.md files, testdata/
-# paths; internal/refcheck fails on any that does not resolve (test-fast and
-# test-unit run it too).
+# paths; tools/refcheck fails on any that does not resolve (test-tools, and
+# so test-unit and test, run it too).
 .PHONY: check-refs
 check-refs: ## Fail on a reference to a file, or a docs anchor, that is not in the repository.
-	$(GO) test -count=1 ./internal/refcheck
+	$(GO) test -C tools -count=1 ./refcheck
 
 .PHONY: check-makefile
 check-makefile: ## Fail when a target has no description, so that `make help` lists every target.
@@ -93,12 +93,18 @@ check-makefile: ## Fail when a target has no description, so that `make help` li
 
 ##@ Build
 
-# Every binary is built by hack/build-binaries.sh, which holds the link flags
+# Every product binary is built by hack/build-binaries.sh, which holds the link flags
 # (static, stripped, VERSION stamped): the Dockerfile runs it too, so CI
 # compiles exactly what the image ships.
 .PHONY: build
-build: ## Build every command (namesrv, manager, nsadmin, kubectl-nsc, nsbench) into bin/.
+build: ## Build every command (namesrv, manager, nsadmin, kubectl-nsc) into bin/.
 	VERSION=$(VERSION) hack/build-binaries.sh $(LOCALBIN) ./cmd/...
+
+# The benchmark driver is tooling, in the tools module (tools/go.mod), not
+# part of the product or its image.
+.PHONY: nsbench
+nsbench: | $(LOCALBIN) ## Build bin/nsbench, the load generator, from the tools module.
+	CGO_ENABLED=0 $(GO) build -C tools -trimpath -o $(LOCALBIN)/nsbench ./nsbench
 
 .PHONY: image-binaries
 image-binaries: ## Build the image's binaries (static) into IMAGE_BIN_DIR, as the Dockerfile does.
@@ -214,7 +220,7 @@ monitoring-crds: $(CONTROLLER_GEN) ## Generate the Prometheus Operator CRDs of t
 # ones that wait for tools built from source (minutes to tens of minutes on
 # a cold machine: README, "Tests"), so a mistake shows before that wait.
 .PHONY: test
-test: check-fmt check-makefile vet test-fast verify-generated verify-chart-crds verify-chart-rules test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+test: check-fmt check-makefile vet test-fast test-tools verify-generated verify-chart-crds verify-chart-rules test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
 
 # The packages whose tests need a control plane (envtest), helm, bin/promql
 # or the image binaries; they fail, never skip, without them. Every other
@@ -228,13 +234,26 @@ test-fast: check-fmt ## gofmt, vet and -race tests of every package that needs n
 	$(GO) vet $(FAST_PACKAGES)
 	$(GO) test -race -count=1 $(FAST_PACKAGES)
 
+# Modules of their own beside the product, so that the product's go.mod and
+# `go list -deps ./cmd/...` hold none of them: tools/ (nsbench, loadgen, plot,
+# refcheck) and test/e2e (the end-to-end suite and its harness). The suite's
+# files are vetted here with its build tag and run by test-e2e; the
+# harness's own tests run here.
+TOOL_MODULES ?= tools test/e2e
+
+.PHONY: test-tools
+test-tools: ## vet and -race tests of the modules beside the product (TOOL_MODULES: tools, test/e2e's harness).
+	@for m in $(TOOL_MODULES); do \
+	  echo "$$m: vet and tests"; \
+	  $(GO) vet -C $$m -tags e2e ./... && $(GO) test -C $$m -race -count=1 ./... || exit 1; done
+
 .PHONY: test-slow
 test-slow: envtest-assets helm promql image-binaries ## The -race tests of SLOW_PACKAGES: envtest, install and monitoring (builds the tools they need first).
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) PROMQL=$(PROMQL) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
 	  $(GO) test -race -count=1 $(SLOW_PACKAGES)
 
 .PHONY: test-unit
-test-unit: test-fast test-slow ## Every package's tests (test-fast and test-slow), without fuzzing, vulncheck or the end-to-end suite.
+test-unit: test-fast test-tools test-slow ## Every package's tests (test-fast, test-tools and test-slow), without fuzzing, vulncheck or the end-to-end suite.
 
 # test/monitoring checks every expression's names against real scrapes; this
 # checks the rules themselves.
@@ -288,7 +307,7 @@ E2E_FLAGS ?=
 
 .PHONY: test-e2e
 test-e2e: $(E2E_PREREQUISITES) ## Run only the end-to-end suite, in a cluster in a box.
-	$(GO) test -c -tags e2e -o $(LOCALBIN)/e2e.test ./test/e2e
+	$(GO) test -C test/e2e -c -tags e2e -o $(LOCALBIN)/e2e.test .
 	assets="$$(hack/envtest-binaries.sh)" && cd test/e2e && KUBEBUILDER_ASSETS="$$assets" E2E_BIN_DIR=$(LOCALBIN) \
 	  $(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
 
@@ -333,7 +352,7 @@ bench-nsadmin: ## Time nsadmin commands, process start included, against three p
 # The load scenarios of docs/benchmarks.md, each against a freshly spawned
 # namesrv on loopback.
 .PHONY: bench-load
-bench-load: build ## Route, registration and mixed loads with nsbench, then the cost curves (bench-curves).
+bench-load: build nsbench ## Route, registration and mixed loads with nsbench, then the cost curves (bench-curves).
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode start
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s -version 317
@@ -355,13 +374,13 @@ CURVES_DIR ?= docs/curves
 CURVES_FLAGS ?=
 
 .PHONY: bench-curves
-bench-curves: build ## Measure the cost curves into docs/curves and redraw their SVGs and report (CURVES_FLAGS for nsbench -mode curves).
+bench-curves: build nsbench ## Measure the cost curves into docs/curves and redraw their SVGs and report (CURVES_FLAGS for nsbench -mode curves).
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode curves -out $(CURVES_DIR) $(CURVES_FLAGS)
 	$(MAKE) bench-plot
 
 .PHONY: bench-plot
-bench-plot: ## Redraw the cost curves' SVGs and docs/benchmarks.md's report from the CSV files in docs/curves.
-	$(GO) run ./cmd/nsbench -mode plot -out $(CURVES_DIR) -doc docs/benchmarks.md
+bench-plot: nsbench ## Redraw the cost curves' SVGs and docs/benchmarks.md's report from the CSV files in docs/curves.
+	$(LOCALBIN)/nsbench -mode plot -out $(CURVES_DIR) -doc docs/benchmarks.md
 
 ##@ Tools
 

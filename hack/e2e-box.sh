@@ -11,7 +11,7 @@
 set -euo pipefail
 [[ $# -gt 0 ]] || { echo "usage: $0 command [args...]" >&2; exit 2; }
 
-# Read by internal/testing/cluster.BoxFromEnv. The hosts file is rewritten
+# Read by test/e2e/cluster.BoxFromEnv. The hosts file is rewritten
 # in place by the kubelet: it is a bind mount.
 export CIB_HOSTS_FILE=/etc/hosts CIB_IP_PREFIX=10.244.0. CIB_ADVERTISE_ADDRESS=10.244.0.1
 

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/processor"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // scriptedConn is a connection whose peer sends a fixed batch of requests
@@ -126,7 +126,11 @@ func TestRouteQueriesDoNotAllocate(t *testing.T) {
 		} else if written != writtenOpen {
 			t.Fatalf("authorized answers: %d bytes, without authorization %d", written, writtenOpen)
 		}
-		if perQuery := float64(allocs) / (64 * n); perQuery > 0.001 {
+		// The count is the whole process's: the NameServer's own timers
+		// (its scan, its record of live brokers) allocate meanwhile. A
+		// query that allocated at all would add 64,000; one in a hundred
+		// still shows.
+		if perQuery := float64(allocs) / (64 * n); perQuery > 0.01 {
 			t.Fatalf("authz %v: %d allocations for %d route queries (%.4f per query)", policy != nil, allocs, 64*n, perQuery)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
@@ -19,6 +18,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // pki is a CA, the NameServer's certificate issued by it, and the files a

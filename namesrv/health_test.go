@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // blockingHandler is a log handler that blocks the goroutine logging a

@@ -3,7 +3,6 @@ package namesrv_test
 import (
 	"context"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,49 +10,21 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
-// testConfig is a configuration for a NameServer on a loopback port with
-// private files; tweak adjusts it. The second result is a listener for the
-// HTTP side on a free loopback port.
+// testConfig is nstest.Config: a loopback configuration with private
+// files, and a listener for the HTTP side.
 func testConfig(t testing.TB, tweak func(*config.Config)) (*config.Config, net.Listener) {
 	t.Helper()
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.BindAddress = "127.0.0.1"
-	cfg.ListenPort = 0
-	cfg.KVConfigPath = filepath.Join(dir, "kvConfig.json")
-	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
-	if tweak != nil {
-		tweak(cfg)
-	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg, hl
+	return nstest.Config(t, tweak)
 }
 
-// startServer runs a NameServer on a loopback port with a private KV file;
-// tweak adjusts the configuration first.
+// startServer is nstest.Start, returning the NameServer itself for the
+// helpers below.
 func startServer(t testing.TB, tweak func(*config.Config)) *namesrv.Server {
 	t.Helper()
-	cfg, hl := testConfig(t, tweak)
-	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return s
+	return nstest.Start(t, tweak).Server
 }
 
 func dial(t *testing.T, s *namesrv.Server, opts remotingclient.Options) *remotingclient.Client {

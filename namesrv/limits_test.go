@@ -3,43 +3,31 @@ package namesrv_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
-// runningServer is a NameServer a test can stop before its end.
+// runningServer is a NameServer a test can stop before its end, with its
+// log kept for inspection.
 type runningServer struct {
 	*namesrv.Server
 	logs *logcapture.Buffer
-	once sync.Once
-	t    *testing.T
-}
-
-// stop shuts the server down; later calls do nothing.
-func (r *runningServer) stop() {
-	r.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
-			r.t.Errorf("shutdown: %v", err)
-		}
-	})
+	stop func() // later calls do nothing
 }
 
 // startLogged is startServer with the log kept for inspection and a stop
@@ -48,17 +36,8 @@ func startLogged(t *testing.T, tweak func(*config.Config)) *runningServer {
 	t.Helper()
 	cfg, hl := testConfig(t, tweak)
 	logs := &logcapture.Buffer{}
-	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl,
-		Logger: logs.Logger(slog.LevelInfo)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &runningServer{Server: s, logs: logs, t: t}
-	t.Cleanup(r.stop)
-	return r
+	s := nstest.Run(t, namesrv.Options{Config: cfg, HTTPListener: hl, Logger: logs.Logger(slog.LevelInfo)})
+	return &runningServer{Server: s.Server, logs: logs, stop: s.Stop}
 }
 
 func routeRequest(opaque int32, topic string) []byte {

@@ -1,16 +1,12 @@
 package namesrv_test
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
@@ -18,6 +14,8 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
 // Every path that changes the KV store's ORDER_TOPIC_CONFIG namespace must
@@ -31,29 +29,9 @@ import (
 // (the cleanup stops it otherwise).
 func runServer(t *testing.T, o namesrv.Options) (*namesrv.Server, func()) {
 	t.Helper()
-	hl := httpListener(t)
-	o.HTTPListener = hl
-	s, err := namesrv.New(o)
-	if err != nil {
-		hl.Close()
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		hl.Close()
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := s.Shutdown(ctx); err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return s, stop
+	o.HTTPListener = httpListener(t)
+	s := nstest.Run(t, o)
+	return s.Server, s.Stop
 }
 
 func httpListener(t *testing.T) net.Listener {

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // TestRepeatedRegistrationSkipsTheDecode sends a broker's registration

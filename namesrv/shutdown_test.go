@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // TestShutdownKeepsBrokersUntilTheEnd: a NameServer shutting down closes its

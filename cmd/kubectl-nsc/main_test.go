@@ -23,10 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
-	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
-	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
 // The tests run the plugin as a process against a real API server
@@ -96,33 +95,6 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// startServer runs a NameServer on a loopback port.
-func startServer(t *testing.T) *namesrv.Server {
-	t.Helper()
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.BindAddress, cfg.ListenPort = "127.0.0.1", 0
-	cfg.KVConfigPath = filepath.Join(dir, "kvConfig.json")
-	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return s
-}
-
 type result struct {
 	stdout, stderr string
 	code           int
@@ -164,7 +136,7 @@ func plugin(t *testing.T, code int, env []string, args ...string) result {
 func TestPluginAgainstAnAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, b := startServer(t), startServer(t)
+	a, b := nstest.Start(t, nil), nstest.Start(t, nil)
 	broker, err := brokersim.Start(brokersim.Config{Cluster: "DefaultCluster", Name: "broker-a",
 		Topics: []body.TopicConfig{brokersim.Topic("TopicA", 4), brokersim.Topic("TBW102", 8)}})
 	if err != nil {
@@ -183,7 +155,7 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var addrs []string
-	for i, s := range []*namesrv.Server{a, b} {
+	for i, s := range []*nstest.Server{a, b} {
 		name := "example-" + strconv.Itoa(i)
 		port := strconv.Itoa(s.Addr().(*net.TCPAddr).Port)
 		addrs = append(addrs, name+".example-headless.mq.svc.cluster.local:"+port)

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // The tests run nsadmin as a process against real namesrv processes: the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 )
 
 // table is a fake live table.

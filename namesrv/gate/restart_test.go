@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 )
 
 // These tests run in a synctest bubble: time is fake and moves only when

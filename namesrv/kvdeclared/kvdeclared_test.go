@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 )
 
 type fixture struct {

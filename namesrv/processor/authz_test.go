@@ -10,10 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 )
 
 // TestEveryAnsweredCodeHasARole sends every request code to a processor

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 )
 
 // waitFor polls cond until it holds or 5 s pass.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/logcapture"
+	"github.com/kube-namesrv/kube-namesrv/test/logcapture"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
 )

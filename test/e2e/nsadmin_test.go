@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
 )
 
 // kubectlNsc runs `kubectl nsc args...` as a user would: kubectl finds the

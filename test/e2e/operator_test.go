@@ -30,8 +30,8 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/cluster"
 	"github.com/kube-namesrv/kube-namesrv/internal/version"
+	"github.com/kube-namesrv/kube-namesrv/test/e2e/cluster"
 )
 
 // What `kubectl apply -k config/default` creates, by kustomize's namespace

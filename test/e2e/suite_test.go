@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package e2e is the end-to-end suite. It runs against one cluster in a box
-// (internal/testing/cluster: etcd, kube-apiserver, kube-controller-manager
+// (test/e2e/cluster: etcd, kube-apiserver, kube-controller-manager
 // and the process kubelet) shared by the whole package, inside the private
 // namespaces of hack/e2e-box.sh, with the operator installed from
 // config/default and its manager running in this process (operator_test.go).
@@ -29,9 +29,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/cluster"
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/pkubelet"
 	"github.com/kube-namesrv/kube-namesrv/internal/version"
+	"github.com/kube-namesrv/kube-namesrv/test/e2e/cluster"
+	"github.com/kube-namesrv/kube-namesrv/test/e2e/pkubelet"
 )
 
 const (

@@ -37,7 +37,6 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
@@ -46,6 +45,8 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
 // scrape is one /metrics answer, by metric family.
@@ -209,37 +210,16 @@ func startNameServer(t *testing.T, declaredKV []byte) *namesrv.Server {
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "monitoring-test-ca")
 	certPath, keyPath := ca.Server(t).Write(t, dir)
-	cfg := nsconfig.Default()
-	cfg.BindAddress = "127.0.0.1"
-	cfg.ListenPort = 0
-	cfg.KVConfigPath = filepath.Join(dir, "kvConfig.json")
-	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
-	cfg.TLSServerCertPath, cfg.TLSServerKeyPath = certPath, keyPath
-	cfg.ScanNotActiveBrokerInterval = 50
-	cfg.RouteGateEnable, cfg.RouteGateTimeoutSeconds = true, 3600
-	cfg.KVDeclaredFile = filepath.Join(dir, "declared-kv.json")
-	if err := os.WriteFile(cfg.KVDeclaredFile, declaredKV, 0o644); err != nil {
+	kvFile := filepath.Join(dir, "declared-kv.json")
+	if err := os.WriteFile(kvFile, declaredKV, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("NameServer shutdown: %v", err)
-		}
-	})
-	return s
+	return nstest.Start(t, func(cfg *nsconfig.Config) {
+		cfg.TLSServerCertPath, cfg.TLSServerKeyPath = certPath, keyPath
+		cfg.ScanNotActiveBrokerInterval = 50
+		cfg.RouteGateEnable, cfg.RouteGateTimeoutSeconds = true, 3600
+		cfg.KVDeclaredFile = kvFile
+	}).Server
 }
 
 // brokersOf are the brokers a test registers with its NameServer.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,11 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/fake"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
 	"github.com/kube-namesrv/kube-namesrv/internal/nsadmin"
-	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
-	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
+	"github.com/kube-namesrv/kube-namesrv/test/brokersim"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
 func object(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
@@ -147,38 +144,11 @@ func TestChoosingPeers(t *testing.T) {
 	}
 }
 
-// startServer runs a NameServer on a loopback port.
-func startServer(t *testing.T) *namesrv.Server {
-	t.Helper()
-	cfg := config.Default()
-	dir := t.TempDir()
-	cfg.BindAddress, cfg.ListenPort = "127.0.0.1", 0
-	cfg.KVConfigPath = filepath.Join(dir, "kvConfig.json")
-	cfg.ConfigStorePath = filepath.Join(dir, "namesrv.properties")
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := namesrv.New(namesrv.Options{Config: cfg, HTTPListener: hl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return s
-}
-
 // TestCommandsAgainstTheClustersPeers runs the plugin's commands, peers
 // found through a NameServerCluster's status, against NameServers on
 // loopback.
 func TestCommandsAgainstTheClustersPeers(t *testing.T) {
-	a, b := startServer(t), startServer(t)
+	a, b := nstest.Start(t, nil), nstest.Start(t, nil)
 	broker, err := brokersim.Start(brokersim.Config{Cluster: "DefaultCluster", Name: "broker-a",
 		Topics: []body.TopicConfig{brokersim.Topic("TopicA", 4), brokersim.Topic("TBW102", 8)}})
 	if err != nil {

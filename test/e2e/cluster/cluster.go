@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/testing/pkubelet"
+	"github.com/kube-namesrv/kube-namesrv/test/e2e/pkubelet"
 )
 
 // Options configure Start. The zero value starts a mapped-mode cluster from

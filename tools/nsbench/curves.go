@@ -14,11 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/loadgen"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/tools/loadgen"
 )
 
 // curveOptions bound the cost-curve sweep (-mode curves): which curves,

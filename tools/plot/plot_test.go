@@ -26,7 +26,7 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendering (go test ./internal/plot -update rewrites it):\n%s", path, got)
+		t.Errorf("%s differs from the rendering (go test ./plot -update, in tools/ rewrites it):\n%s", path, got)
 	}
 }
 

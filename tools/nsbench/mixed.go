@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/loadgen"
+	"github.com/kube-namesrv/kube-namesrv/tools/loadgen"
 )
 
 // mixedMode measures route queries without registrations (quiet) and while

@@ -11,6 +11,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
 func TestHistogramQuantiles(t *testing.T) {
@@ -63,7 +64,7 @@ func TestReadProcOfSelf(t *testing.T) {
 // TestLoadsAgainstARealServer runs short, count-bounded loads of every kind
 // and checks what they report against the server's own counters.
 func TestLoadsAgainstARealServer(t *testing.T) {
-	s := startServer(t)
+	s := nstest.Start(t, nil)
 	addr := s.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

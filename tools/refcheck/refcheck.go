@@ -5,8 +5,8 @@
 // repository, plus section-sign citations of documents nobody can open. The repository must
 // stand alone: a reader following a reference must find what it names.
 //
-// It is run by a test of this package, so `go test ./...` fails on a
-// dangling reference.
+// It is run by a test of this package, so the tools module's tests (`make
+// check-refs`, and `make test`) fail on a dangling reference.
 package refcheck
 
 import (

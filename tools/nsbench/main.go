@@ -30,11 +30,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/loadgen"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/tools/loadgen"
 )
 
 type options struct {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kube-namesrv/kube-namesrv/internal/plot"
+	"github.com/kube-namesrv/kube-namesrv/tools/plot"
 )
 
 // The report goes between these lines of -doc; everything else in that

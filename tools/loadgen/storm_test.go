@@ -2,15 +2,13 @@ package loadgen
 
 import (
 	"context"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/kube-namesrv/kube-namesrv/namesrv"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
-	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/test/nstest"
 )
 
 func TestStormBodies(t *testing.T) {
@@ -102,27 +100,11 @@ func TestStormRefusesBadOptions(t *testing.T) {
 	}
 }
 
-func startServer(t *testing.T) *namesrv.Server {
-	t.Helper()
-	cfg := config.Default()
-	cfg.BindAddress, cfg.ListenPort, cfg.HTTPPort = "127.0.0.1", 0, 0
-	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kv.json")
-	s, err := namesrv.New(namesrv.Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	return s
-}
-
 // TestStormAgainstARealServer checks that the alternating bodies reach the
 // route table, that held brokers stay registered after their rounds, and
 // that a spread storm takes about its spread.
 func TestStormAgainstARealServer(t *testing.T) {
-	s := startServer(t)
+	s := nstest.Start(t, nil)
 	addr := s.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,7 +1,7 @@
 // Package loadgen drives a NameServer with the real protocol at a
 // controlled rate and shape: pipelined route queries over a few connections,
 // broker registration storms, or both, and reads what the server spent from
-// /proc. cmd/nsbench is its command line; docs/benchmarks.md holds its
+// /proc. tools/nsbench is its command line; docs/benchmarks.md holds its
 // figures.
 package loadgen
 
