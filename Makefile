@@ -305,7 +305,7 @@ FUZZ_TARGETS ?= \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
 	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
-	./internal/nsadmin:FuzzDecodeAnswers
+	./internal/nsadmin:FuzzDecodeAnswers ./internal/migrate:FuzzConvert
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.
