@@ -90,6 +90,8 @@ type Frontend struct {
 
 	// client is built from the kubeconfig on first use, or set by tests.
 	client dynamic.Interface
+	// stdin is what migrate -f - reads; nil means os.Stdin.
+	stdin io.Reader
 }
 
 // New returns the frontend.
@@ -113,7 +115,10 @@ The kubeconfig is found as kubectl finds it ($KUBECONFIG, ~/.kube/config,
 --kubeconfig, --context, or the pod's service account inside the cluster).
 A cluster with spec.tls.mode Enforcing is spoken to with TLS.
 
-  kubectl nsc peers [CLUSTER]   lists the peers the other commands use`
+  kubectl nsc peers [CLUSTER]   lists the peers the other commands use
+  kubectl nsc migrate [NAMESERVICE]
+                                converts a NameService of apache/rocketmq-operator
+                                into a NameServerCluster (kubectl nsc migrate -h)`
 }
 
 // Bind implements nsadmin.Frontend.
@@ -345,10 +350,16 @@ func podOf(addr string) string {
 	return pod
 }
 
-// Main runs kubectl-nsc: `peers` here, every other command in nsadmin.
+// Main runs kubectl-nsc: `peers` and `migrate` here, every other command
+// in nsadmin.
 func Main(f *Frontend, args []string, io nsadmin.IO) int {
-	if len(args) > 0 && args[0] == "peers" {
-		return f.peersCommand(args[1:], io)
+	if len(args) > 0 {
+		switch args[0] {
+		case "peers":
+			return f.peersCommand(args[1:], io)
+		case "migrate":
+			return f.migrateCommand(args[1:], io)
+		}
 	}
 	return nsadmin.Main(f, args, io)
 }
