@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/internal/brokersim"
@@ -56,9 +59,13 @@ func runTests(m *testing.M) int {
 			`Run make test, or KUBEBUILDER_ASSETS="$(hack/envtest-binaries.sh)" go test ./cmd/kubectl-nsc/`)
 		return 1
 	}
+	// The test's API clients log nothing worth reading.
+	log.SetLogger(logr.Discard())
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// migrate reads NameServices of apache/rocketmq-operator.
+		CRDs: []*apiextensionsv1.CustomResourceDefinition{nameServiceCRD()},
 	}
 	var err error
 	if restConfig, err = testEnv.Start(); err != nil {
