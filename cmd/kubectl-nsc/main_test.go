@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -186,7 +187,8 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 
 	cs := kubernetes.NewForConfigOrDie(restConfig)
 	const ns = "mq"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	// Another test, or an earlier run (-count), may have made it.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	var addrs []string
@@ -201,6 +203,12 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			// Unscheduled pods go at once.
+			if err := cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
 		p.Status.PodIP = "127.0.0.1"
 		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -215,6 +223,11 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 	if err := kc.Create(ctx, nsc); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := kc.Delete(context.Background(), nsc); err != nil {
+			t.Error(err)
+		}
+	})
 	nsc.Status.Addresses = addrs
 	nsc.Status.NamesrvAddr = strings.Join(addrs, ";")
 	if err := kc.Status().Update(ctx, nsc); err != nil {

@@ -86,6 +86,11 @@ func TestMigrateAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := nsRes.Delete(context.Background(), src.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
 	stored.Object["status"] = status
 	if stored, err = nsRes.UpdateStatus(ctx, stored, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -138,6 +143,12 @@ func TestMigrateAgainstAnAPIServer(t *testing.T) {
 	}
 
 	// --apply creates it, with the plugin's field manager.
+	t.Cleanup(func() {
+		c := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "rocketmq", Name: "namesrv-nsc"}}
+		if err := kc.Delete(context.Background(), c); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
 	r = plugin(t, 0, env, "migrate", "namesrv", "-n", "rocketmq", "--apply")
 	if r.stdout != string(golden) || !strings.Contains(r.stderr, "NameServerCluster rocketmq/namesrv-nsc created (server-side apply, field manager "+nsc.MigrateFieldManager+")") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
