@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
@@ -137,9 +138,11 @@ func Convert(ns *unstructured.Unstructured, o Options) (*Result, error) {
 		return nil, &InputError{Msg: fmt.Sprintf("NameService %s: spec is not an object", source)}
 	}
 	var spec nameServiceSpec
+	// Case-sensitive, as the API server reads it: a "Size" is not size
+	// (and is reported as a field this converter does not know).
 	if b, err := json.Marshal(specMap); err != nil {
 		return nil, &InputError{Msg: fmt.Sprintf("NameService %s: %v", source, err)}
-	} else if err := json.Unmarshal(b, &spec); err != nil {
+	} else if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &spec); err != nil {
 		return nil, &InputError{Msg: fmt.Sprintf("NameService %s has a spec this converter cannot read: %v", source, err)}
 	}
 
@@ -183,8 +186,8 @@ func Convert(ns *unstructured.Unstructured, o Options) (*Result, error) {
 		r.note("spec.hostNetwork", "Each peer opens its remoting port (9876) and its HTTP port (8080: health, metrics, the address server) on its node; the Java NameServer opened 9876 only, so check 8080 is free on the nodes, or set spec.ports.http. While the NameService's peers run on the host network too, they hold 9876 on their nodes: the new peers need other nodes, or another spec.ports.remoting. The published addresses are the nodes' IPs.")
 	}
 	r.dnsPolicy(spec, c)
+	c.Resources = spec.Resources
 	if len(spec.Resources.Limits)+len(spec.Resources.Requests) > 0 {
-		c.Resources = spec.Resources
 		r.note("spec.resources", "Sized for the Java NameServer's JVM. namesrv needs far less (about 10 MiB plus 0.8 KiB per topic entry; the README's \"Size a NameServerCluster\" has the table), and its GOMEMLIMIT follows the memory limit.")
 	}
 	r.storage(spec, c)

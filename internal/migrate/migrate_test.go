@@ -218,8 +218,13 @@ func TestConvertErrors(t *testing.T) {
 			}
 		})
 	}
+	// Field names are case-sensitive, as in the API server.
+	r, err := Convert(ns("cased", map[string]any{"Size": int64(3)}), Options{})
+	if err != nil || r.Cluster.Spec.Replicas != nil || !slices.ContainsFunc(r.Skipped, func(s Skipped) bool { return s.Field == "Size" }) {
+		t.Errorf("Size: %+v %v", r, err)
+	}
 	// No spec at all converts, with what a NameService would have done reported.
-	r, err := Convert(ns("bare", nil), Options{})
+	r, err = Convert(ns("bare", nil), Options{})
 	if err != nil || len(r.Skipped) != 2 || r.Skipped[0].Field != "size 0" || r.Skipped[1].Field != "storageMode unset" {
 		t.Errorf("%+v %v", r, err)
 	}
