@@ -22,7 +22,7 @@ import (
 // MigrateFieldManager owns the fields `kubectl nsc migrate --apply` writes.
 const MigrateFieldManager = "kubectl-nsc-migrate"
 
-const migrateUsage = "kubectl nsc migrate [NAMESERVICE] [-n NAMESPACE | -f FILE] [--name NAME] [--apply [--dry-run]]"
+const migrateUsage = "kubectl nsc migrate [NAMESERVICE] [-n NAMESPACE] [-f FILE] [--name NAME] [--apply [--dry-run]]"
 
 const migrateHelp = `Converts a NameService of apache/rocketmq-operator (rocketmq.apache.org/v1alpha1)
 into a NameServerCluster and prints it as YAML, with a comment on every field
@@ -50,7 +50,7 @@ func (f *Frontend) migrateCommand(args []string, sio nsadmin.IO) int {
 	fs := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	f.bindKube(fs)
+	f.bindKube(fs, "namespace of the NameService, and of the NameServerCluster (default: the kubeconfig's)")
 	file := fs.StringP("filename", "f", "", `read the NameService from this file of manifests ("-": stdin) instead of the cluster`)
 	name := fs.String("name", "", "name of the NameServerCluster (default: the NameService's name followed by "+migrate.NameSuffix+")")
 	apply := fs.Bool("apply", false, "apply the result to the cluster (server-side apply); without it nothing is written")

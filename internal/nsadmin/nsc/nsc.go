@@ -6,6 +6,10 @@
 // inside the cluster only; --use-pod-ip uses pod IPs (where they route, as
 // from a node or a flat network) and --external the addresses the operator
 // publishes outside the cluster. There is no port-forwarding.
+//
+// Its own commands are peers, which lists the peers the others use, and
+// migrate, which prints (and with --apply applies) the NameServerCluster
+// equivalent to an apache/rocketmq-operator NameService (package migrate).
 package nsc
 
 import (
@@ -123,13 +127,13 @@ A cluster with spec.tls.mode Enforcing is spoken to with TLS.
 
 // Bind implements nsadmin.Frontend.
 func (f *Frontend) Bind(fs *pflag.FlagSet) {
-	f.bindKube(fs)
+	f.bindKube(fs, "namespace of the NameServerCluster (default: the kubeconfig's)")
 	fs.BoolVar(&f.usePodIP, "use-pod-ip", false, "reach peers by pod IP (with the port of their address) instead of DNS name")
 	fs.BoolVar(&f.external, "external", false, "reach peers by the addresses the operator publishes outside the cluster")
 }
 
-func (f *Frontend) bindKube(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the NameServerCluster (default: the kubeconfig's)")
+func (f *Frontend) bindKube(fs *pflag.FlagSet, namespaceUsage string) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", namespaceUsage)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context to use")
 }
