@@ -325,7 +325,7 @@ FUZZ_TARGETS ?= \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
 	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
 	./namesrv/httpapi:FuzzParseBearer ./namesrv/httpapi:FuzzParseTokens ./namesrv/authz:FuzzParsePolicy \
-	./internal/nsadmin:FuzzDecodeAnswers
+	./internal/nsadmin:FuzzDecodeAnswers ./internal/migrate:FuzzConvert
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.

@@ -89,6 +89,8 @@ const AnnotationAcceptPublishFrom = "rocketmq.kube-namesrv.io/accept-publish-fro
 // Peers never talk to each other: every broker registers with each published
 // address, so the operator only has to run N pods and publish their names.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.hostNetwork) || !self.hostNetwork || !has(self.dnsPolicy) || self.dnsPolicy != 'ClusterFirst'",message="dnsPolicy ClusterFirst with hostNetwork resolves names with the node's DNS, not the cluster's: use ClusterFirstWithHostNet (or leave dnsPolicy unset), or Default to mean the node's"
+//
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || self.storage == oldSelf.storage)",message="spec.storage cannot be changed after creation: a StatefulSet's volume claim templates are immutable; create a new NameServerCluster instead"
 type NameServerClusterSpec struct {
 	// Replicas is the number of NameServer peers.
@@ -164,6 +166,28 @@ type NameServerClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// HostNetwork runs the pods in their node's network namespace, as the
+	// hostNetwork of an apache/rocketmq-operator NameService does: brokers
+	// and clients outside the pod network reach a peer at its node's IP.
+	// The remoting and HTTP ports (spec.ports) are then opened on the node
+	// itself, so they must be free on every node a peer may run on, and no
+	// two peers share a node. The published addresses (the lists,
+	// status.peers[].address) become each peer's node IP and remoting port
+	// instead of its DNS name. Changing it rolls the pods.
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+
+	// DNSPolicy of the pods: ClusterFirst, ClusterFirstWithHostNet or
+	// Default (the node's resolver). Unset means ClusterFirst, or
+	// ClusterFirstWithHostNet when hostNetwork is true, so that a peer on
+	// the node's network still resolves cluster names; ClusterFirst with
+	// hostNetwork is refused, since Kubernetes would silently use the
+	// node's resolver. None is not offered: it needs a dnsConfig, which
+	// this spec does not have.
+	// +kubebuilder:validation:Enum=ClusterFirst;ClusterFirstWithHostNet;Default
+	// +optional
+	DNSPolicy corev1.DNSPolicy `json:"dnsPolicy,omitempty"`
 
 	// Volumes are added to the pods, for VolumeMounts.
 	// +listType=map
