@@ -1,6 +1,7 @@
 package body
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -141,13 +142,22 @@ func readTopicConfigTable(r *fjson.Reader, b *RegisterBody) {
 		if !r.Null() {
 			b.Topics = append(b.Topics, readTopicConfig(r, key))
 		}
+		// The members after it, as long as they are laid out as Java
+		// writes them, without the reader.
+		n, topics := scanTopicEntries(r.Rest(), b.Topics)
+		r.Advance(n)
+		b.Topics = topics
 	}
 }
 
 // readTopicConfig reads the value of topicConfigTable's member key.
 func readTopicConfig(r *fjson.Reader, key []byte) TopicConfig {
 	var tc TopicConfig
-	if n, ok := scanTopicConfig(r.Rest(), &tc); ok {
+	plainKey := key
+	if bytes.IndexByte(key, '\\') >= 0 {
+		plainKey = nil
+	}
+	if n := scanTopicValue(r.Rest(), plainKey, &tc); n > 0 {
 		r.Advance(n)
 		return tc
 	}
