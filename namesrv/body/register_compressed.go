@@ -119,7 +119,7 @@ func (s *parts) dataVersion() DataVersion {
 
 // topicConfigs reads n topic config lines.
 func (s *parts) topicConfigs(n int) []TopicConfig {
-	out := make([]TopicConfig, 0, n)
+	out := newTopicList(n)
 	for i := 0; i < n && s.err == nil; i++ {
 		tc, err := parseTopicLine(s.next("topic config"))
 		if err != nil {

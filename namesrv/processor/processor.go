@@ -305,6 +305,8 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 		return err
 	}
 	res := p.routes.Register(&r)
+	// The table keeps nothing of the topic list (names are copied).
+	r.Body.Release()
 	if res.Refused {
 		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkRegisterFail...)
 		return nil
