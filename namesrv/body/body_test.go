@@ -152,7 +152,7 @@ func TestCompressedInflatesToTheDocumentedLayout(t *testing.T) {
 	}
 }
 
-func zlibOf(t *testing.T, raw []byte) []byte {
+func zlibOf(t testing.TB, raw []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&out, zlib.BestCompression)

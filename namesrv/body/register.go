@@ -43,6 +43,8 @@ type RegisterBody struct {
 	// which leaves the broker's stored filter servers alone.
 	FilterServers []string
 	Mappings      []MappingInfo
+	// inflated is what a zlib body inflated to, which Topics alias.
+	inflated []byte
 }
 
 // topicLists recycles the topic lists of decoded bodies (Release): a
@@ -61,14 +63,19 @@ func newTopicList(n int) []TopicConfig {
 	return make([]TopicConfig, 0, n)
 }
 
-// Release hands the body's topic list over to later decodes; b.Topics
-// must not be used after it. Call it once the body has been applied.
+// Release hands the body's topic list (and a zlib body's inflated bytes)
+// over to later decodes; b.Topics must not be used after it. Call it once
+// the body has been applied; Mappings and FilterServers stay valid.
 func (b *RegisterBody) Release() {
 	if cap(b.Topics) > 0 {
 		l := b.Topics[:0]
 		topicLists.Put(&l)
 	}
-	b.Topics = nil
+	if cap(b.inflated) > 0 {
+		raw := b.inflated[:0]
+		inflatedBuffers.Put(&raw)
+	}
+	b.Topics, b.inflated = nil, nil
 }
 
 // RegisterOptions says how to read a body.
