@@ -331,15 +331,10 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, prev *l
 			}
 		}
 	}
-	if first {
+	if first && t.brokerTopics[r.BrokerName] == nil {
 		// A broker's first registration brings mostly new topics: size
-		// the maps that will hold them once rather than regrow them.
-		if c.added == nil {
-			c.added = make(map[string]*topic, len(topics))
-		}
-		if t.brokerTopics[r.BrokerName] == nil {
-			t.brokerTopics[r.BrokerName] = make(map[string]struct{}, len(topics))
-		}
+		// the set that will hold them once rather than regrow it.
+		t.brokerTopics[r.BrokerName] = make(map[string]struct{}, len(topics))
 	}
 	w := newKnownWriter(known, len(topics))
 	sameVersion := !first && !versionChanged
@@ -371,11 +366,12 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, prev *l
 				continue
 			}
 		}
-		tp := c.lookup(t, string(tc.Name))
+		tp := t.index.Load().find(k.hash, tc.Name)
 		q := body.QueueData{BrokerName: r.BrokerName, ReadQueueNums: k.read, WriteQueueNums: k.write, Perm: k.perm, TopicSysFlag: k.flag}
 		switch {
 		case tp == nil:
-			tp = t.putQueue(c, tc.Name, q)
+			tp = t.newTopic(k.hash, string(tc.Name))
+			t.putTopicQueue(c, tp, q)
 		case sameVersion:
 			if j, ok := findQueue(c.queues(tp), r.BrokerName); ok {
 				q = c.queues(tp)[j]

@@ -7,10 +7,10 @@
 // immutable view (its queue data, the broker groups serving it, the encoded
 // route bodies built on first use) published through an atomic pointer; a
 // write builds new views for the topics it touched and swaps them in. The
-// topic index is an immutable map plus an insert-only table of the topics
-// added since, which readers probe with atomic loads (see index). A route
-// query is therefore a map lookup (or a probe) and an atomic load, whatever
-// the writers are doing, and allocates nothing once its body is cached.
+// topic index is an insert-only hash table, which readers probe with
+// atomic loads (see index). A route query is therefore a probe and an
+// atomic load, whatever the writers are doing, and allocates nothing once
+// its body is cached.
 //
 // The views are also the only copy of the queue data, and broker groups are
 // shared between the views of all their topics, which keeps a table of
@@ -130,6 +130,8 @@ type topic struct {
 	dirty   bool
 	hasWork bool
 	work    []body.QueueData
+	// fresh marks a topic this write created.
+	fresh bool
 	// seen is the Table.seq of the last registration that wrote the
 	// topic, which tells a body naming it twice (see knownTopic).
 	seen uint64
@@ -212,11 +214,9 @@ type Table struct {
 	topics, tombstones int
 	// gen is the last brokerState.topicsGen handed out.
 	gen uint64
-	// lastAdded is when topics last came (unix ms), for settleAfter.
-	lastAdded int64
-	// seq numbers the registrations that write topics (topic.seen), and
-	// seed hashes their names for liveInfo.known.
-	seq  uint64
+	// seq numbers the registrations that write topics (topic.seen).
+	seq uint64
+	// seed hashes topic names, in the index and in liveInfo.known alike.
 	seed maphash.Seed
 }
 
@@ -241,7 +241,7 @@ func New(opts Options) *Table {
 		orderConf:    map[string]string{},
 		seed:         maphash.MakeSeed(),
 	}
-	t.index.Store(newIndex(map[string]*topic{}))
+	t.index.Store(newIndex(t.seed, 0))
 	return t
 }
 
@@ -329,7 +329,6 @@ func (t *Table) SetOrderConf(name, conf string, present bool) {
 type changes struct {
 	// dirty topics get a new view at commit.
 	dirty   []*topic
-	added   map[string]*topic
 	brokers bool
 }
 
@@ -346,13 +345,10 @@ func (t *Table) write(f func(c *changes)) {
 	*c = changes{}
 }
 
-// lookup finds a topic, removed or not, in the index or among the ones
-// this write added.
+// lookup finds a topic, removed or not, in the index, which holds the
+// ones this write created too.
 func (c *changes) lookup(t *Table, name string) *topic {
-	if tp := t.index.Load().get(name); tp != nil {
-		return tp
-	}
-	return c.added[name]
+	return t.index.Load().get(name)
 }
 
 func (c *changes) touch(tp *topic) {
@@ -397,10 +393,9 @@ func (t *Table) touchBroker(c *changes, name string) {
 // came. Readers see each topic change atomically.
 func (t *Table) commit(c *changes) {
 	for _, tp := range c.dirty {
-		_, isNew := c.added[tp.name]
-		wasLive := tp.view.Load() != nil
+		isNew, wasLive := tp.fresh, tp.view.Load() != nil
 		q := c.queues(tp)
-		tp.dirty, tp.hasWork, tp.work = false, false, nil
+		tp.dirty, tp.hasWork, tp.work, tp.fresh = false, false, nil, false
 		if len(q) == 0 {
 			tp.view.Store(nil)
 		} else {
@@ -409,7 +404,7 @@ func (t *Table) commit(c *changes) {
 		}
 		switch isLive := len(q) > 0; {
 		case isNew && !isLive:
-			delete(c.added, tp.name)
+			t.tombstones++
 		case isNew:
 			t.topics++
 		case wasLive && !isLive:
@@ -420,15 +415,8 @@ func (t *Table) commit(c *changes) {
 			t.tombstones--
 		}
 	}
-	switch ix := t.index.Load(); {
-	case len(c.added) > 0 || t.tombstones > t.topics:
-		t.lastAdded = t.nowMillis()
-		if next, rebuilt := ix.add(c.added, t.tombstones); rebuilt {
-			t.tombstones = 0
-			t.index.Store(next)
-		}
-	case ix.recent.n > 0 && t.nowMillis()-t.lastAdded >= settleAfter.Milliseconds():
-		t.index.Store(ix.rebuilt(nil, t.tombstones))
+	if t.tombstones > t.topics {
+		t.index.Store(t.index.Load().rebuilt(t.topics, true))
 		t.tombstones = 0
 	}
 	if c.brokers {
@@ -573,15 +561,23 @@ func findQueue(queues []body.QueueData, brokerName string) (int, bool) {
 // index; nothing is touched when the stored data is already equal. It
 // returns the topic.
 func (t *Table) putQueue(c *changes, name []byte, q body.QueueData) *topic {
-	tp := c.lookup(t, string(name))
+	h := maphash.Bytes(t.seed, name)
+	tp := t.index.Load().find(h, name)
 	if tp == nil {
-		tp = &topic{name: string(name)}
-		if c.added == nil {
-			c.added = map[string]*topic{}
-		}
-		c.added[tp.name] = tp
+		tp = t.newTopic(h, string(name))
 	}
 	t.putTopicQueue(c, tp, q)
+	return tp
+}
+
+// newTopic adds a topic to the index, without a view until commit; h is
+// the hash of its name.
+func (t *Table) newTopic(h uint64, name string) *topic {
+	tp := &topic{name: name, fresh: true}
+	ix := t.index.Load()
+	if next := ix.insert(h, tp); next != ix {
+		t.index.Store(next)
+	}
 	return tp
 }
 
