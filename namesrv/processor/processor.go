@@ -265,7 +265,7 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	var h header.RegisterBroker
 	err := h.Decode(req)
 	maxInflated := p.cfg.Load().MaxInflatedBodySize
-	fp, bodyCRC := fingerprint(&h, req, maxInflated)
+	fp, bodyCRC := p.fingerprint(&h, req, maxInflated)
 	// The checksum is checked first, as Java does: a body that fails it is
 	// refused as such, whatever else is wrong with the header.
 	if h.BodyCRC32 != 0 && int64(bodyCRC&0x7FFFFFFF) != h.BodyCRC32 {
@@ -296,11 +296,7 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 		p.answerRegistration(&res, resp)
 		return nil
 	}
-	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
-		Compressed:  h.Compressed,
-		Version:     req.Version,
-		MaxInflated: maxInflated,
-	}); err != nil {
+	if r.Body, err = p.decode(&h, req, maxInflated); err != nil {
 		p.log.Warn("undecodable registration", "remote", c.RemoteAddr(), "broker", r.BrokerName, "addr", r.BrokerAddr, "err", err)
 		return err
 	}
@@ -313,6 +309,27 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	}
 	p.answerRegistration(&res, resp)
 	return nil
+}
+
+// The checksums and the decode of a registration are registration work,
+// done holding one of the table's work slots, which leave a CPU to route
+// queries (see route.Table.EnterWork); the table is never called while
+// holding one.
+
+func (p *Processor) fingerprint(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (uint64, uint32) {
+	p.routes.EnterWork()
+	defer p.routes.LeaveWork()
+	return fingerprint(h, req, maxInflated)
+}
+
+func (p *Processor) decode(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (*body.RegisterBody, error) {
+	p.routes.EnterWork()
+	defer p.routes.LeaveWork()
+	return body.DecodeRegisterBody(req.Body, body.RegisterOptions{
+		Compressed:  h.Compressed,
+		Version:     req.Version,
+		MaxInflated: maxInflated,
+	})
 }
 
 // fingerprint identifies a registration's body together with everything

@@ -109,7 +109,7 @@ func (t *Table) applyQueued() {
 			panic(failed)
 		}
 	}()
-	t.write(func(c *changes) {
+	t.writeWork(func(c *changes) {
 		t.queueMu.Lock()
 		n := min(len(t.queue), maxBatch)
 		batch = t.queue[:n:n]

@@ -202,6 +202,9 @@ type Table struct {
 	// register); it is taken with or without mu, never the other way.
 	queueMu sync.Mutex
 	queue   []*pendingRegistration
+	// work bounds the goroutines doing registration work; a writer
+	// applying registrations takes a slot after mu, never the other way.
+	work workSlots
 
 	// index: topic name → topic, published for lock-free readers.
 	index atomic.Pointer[index]
@@ -240,6 +243,7 @@ func New(opts Options) *Table {
 		mappings:     map[string]map[string]*fjson.Value{},
 		orderConf:    map[string]string{},
 		seed:         maphash.MakeSeed(),
+		work:         newWorkSlots(),
 	}
 	t.index.Store(newIndex(t.seed, 0))
 	return t
@@ -335,9 +339,19 @@ type changes struct {
 // write runs f under the writers' lock and then publishes what it changed:
 // every write to the table is lock, change, commit, unlock. f may return
 // early; what it changed so far is published.
-func (t *Table) write(f func(c *changes)) {
+func (t *Table) write(f func(c *changes)) { t.writeWith(false, f) }
+
+// writeWork is write holding a registration work slot (see workSlots)
+// from after the lock until after the commit.
+func (t *Table) writeWork(f func(c *changes)) { t.writeWith(true, f) }
+
+func (t *Table) writeWith(work bool, f func(c *changes)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if work {
+		t.EnterWork()
+		defer t.LeaveWork()
+	}
 	c := &t.pending
 	*c = changes{}
 	f(c)
