@@ -90,13 +90,16 @@ func fullReadTable(t *testing.T, data []byte) ([]TopicConfig, error) {
 
 // FuzzScanTopicConfig checks that whatever the scanners accept, the full
 // read accepts too, with the same fields and the same length: one topic
-// config (scanTopicConfig), and the members following a table's first
-// (scanTopicEntries).
+// config (scanTopicConfig), the members following a table's first
+// (scanTopicEntries), and a compressed body's topic line (scanTopicLine
+// against parseTopicLine).
 func FuzzScanTopicConfig(f *testing.F) {
 	f.Add([]byte(`{"attributes":{},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"T1","topicSysFlag":0,"writeQueueNums":4}`))
 	f.Add([]byte(`{"order":true,"perm":-7,"readQueueNums":016,"topicFilterType":"","topicName":"","topicSysFlag":1,"writeQueueNums":999999999}`))
 	f.Add([]byte(`,"T1":{"attributes":{},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"T1","topicSysFlag":0,"writeQueueNums":4},"T2":{"order":true,"perm":7,"readQueueNums":1,"topicFilterType":"MULTI_TAG","topicName":"T2","topicSysFlag":0,"writeQueueNums":4}}`))
 	f.Add([]byte(`,"a\\":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"X","topicName":"b","topicSysFlag":0,"writeQueueNums":4}}`))
+	f.Add([]byte("T-1 8 16 6 SINGLE_TAG {}"))
+	f.Add([]byte("T 1 2 3 MULTI_TAG"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast TopicConfig
 		if n, ok := scanTopicConfig(data, &fast); ok {
@@ -106,6 +109,12 @@ func FuzzScanTopicConfig(f *testing.F) {
 			}
 			if !sameTopicConfig(fast, want) {
 				t.Fatalf("%q: scan %+v, full read %+v", data[:n], fast, want)
+			}
+		}
+		if scanTopicLine(data, &fast) {
+			want, err := parseTopicLine(data)
+			if err != nil || !sameTopicConfig(fast, want) {
+				t.Fatalf("topic line %q: scan %+v, parse %+v (%v)", data, fast, want, err)
 			}
 		}
 		n, topics := scanTopicEntries(data, nil)
@@ -179,5 +188,36 @@ func TestScanTopicEntries(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestScanTopicLine(t *testing.T) {
+	for _, tt := range []struct {
+		line    string
+		scanned bool
+	}{
+		{"T 8 16 6 SINGLE_TAG", true},
+		{"%RETRY%g 1 1 6 MULTI_TAG {}", true},
+		{"T 8 16 6 SINGLE_TAG {\"+queue.type\":\"BatchCQ\"}", true},
+		{"T 8 16 6 SINGLE_TAGX", false},
+		{"T +8 16 6 SINGLE_TAG", false},
+		{"T 1234567890 16 6 SINGLE_TAG", false},
+		{" 8 16 6 SINGLE_TAG", false},
+		{"T 8  16 6 SINGLE_TAG", false},
+		{"T 8 16 6 NO_TAG", false},
+		{"T 8 16 6", false},
+	} {
+		var tc TopicConfig
+		if got := scanTopicLine([]byte(tt.line), &tc); got != tt.scanned {
+			t.Errorf("%q: scanned %v, want %v", tt.line, got, tt.scanned)
+			continue
+		}
+		if !tt.scanned {
+			continue
+		}
+		want, err := parseTopicLine([]byte(tt.line))
+		if err != nil || !sameTopicConfig(tc, want) {
+			t.Errorf("%q: scan %+v, parse %+v (%v)", tt.line, tc, want, err)
+		}
 	}
 }
