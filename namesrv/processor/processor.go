@@ -311,17 +311,17 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	return nil
 }
 
-// The checksums and the decode of a registration are registration work,
-// done holding one of the table's work slots, which leave a CPU to route
-// queries (see route.Table.EnterWork); the table is never called while
-// holding one.
-
+// fingerprint is the package's fingerprint as registration work: the
+// checksums and the decode of a registration hold one of the table's work
+// slots, which leave a CPU to route queries (route.Table.EnterWork), and
+// never call the table while they do.
 func (p *Processor) fingerprint(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (uint64, uint32) {
 	p.routes.EnterWork()
 	defer p.routes.LeaveWork()
 	return fingerprint(h, req, maxInflated)
 }
 
+// decode reads a registration body as registration work (see fingerprint).
 func (p *Processor) decode(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (*body.RegisterBody, error) {
 	p.routes.EnterWork()
 	defer p.routes.LeaveWork()
