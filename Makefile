@@ -321,7 +321,7 @@ FUZZ_TARGETS ?= \
 	./namesrv/remoting:FuzzBinaryHeader ./namesrv/remoting:FuzzJSONHeader \
 	./namesrv/remoting:FuzzFrameReader \
 	./namesrv/fjson:FuzzReader \
-	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig \
+	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig ./namesrv/body:FuzzInflate \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
 	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
 	./namesrv/httpapi:FuzzParseBearer ./namesrv/httpapi:FuzzParseTokens ./namesrv/authz:FuzzParsePolicy \

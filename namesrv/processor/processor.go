@@ -411,7 +411,7 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	var h header.RegisterBroker
 	err := h.Decode(req)
 	maxInflated := p.cfg.Load().MaxInflatedBodySize
-	fp, bodyCRC := fingerprint(&h, req, maxInflated)
+	fp, bodyCRC := p.fingerprint(&h, req, maxInflated)
 	// The checksum is checked first, as Java does: a body that fails it is
 	// refused as such, whatever else is wrong with the header.
 	if h.BodyCRC32 != 0 && int64(bodyCRC&0x7FFFFFFF) != h.BodyCRC32 {
@@ -451,21 +451,40 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 		p.answerRegistration(&res, resp)
 		return nil
 	}
-	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
-		Compressed:  h.Compressed,
-		Version:     req.Version,
-		MaxInflated: maxInflated,
-	}); err != nil {
+	if r.Body, err = p.decode(&h, req, maxInflated); err != nil {
 		p.log.Warn("undecodable registration", "remote", c.RemoteAddr(), "broker", r.BrokerName, "addr", r.BrokerAddr, "err", err)
 		return err
 	}
 	res := p.routes.Register(&r)
+	// The table keeps nothing of the topic list (names are copied).
+	r.Body.Release()
 	if res.Refused {
 		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkRegisterFail...)
 		return nil
 	}
 	p.answerRegistration(&res, resp)
 	return nil
+}
+
+// fingerprint is the package's fingerprint as registration work: the
+// checksums and the decode of a registration hold one of the table's work
+// slots, which leave a CPU to route queries (route.Table.EnterWork), and
+// never call the table while they do.
+func (p *Processor) fingerprint(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (uint64, uint32) {
+	p.routes.EnterWork()
+	defer p.routes.LeaveWork()
+	return fingerprint(h, req, maxInflated)
+}
+
+// decode reads a registration body as registration work (see fingerprint).
+func (p *Processor) decode(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (*body.RegisterBody, error) {
+	p.routes.EnterWork()
+	defer p.routes.LeaveWork()
+	return body.DecodeRegisterBody(req.Body, body.RegisterOptions{
+		Compressed:  h.Compressed,
+		Version:     req.Version,
+		MaxInflated: maxInflated,
+	})
 }
 
 // fingerprint identifies a registration's body together with everything
