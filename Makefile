@@ -322,6 +322,7 @@ FUZZ_TARGETS ?= \
 	./namesrv/remoting:FuzzFrameReader \
 	./namesrv/fjson:FuzzReader \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig ./namesrv/body:FuzzInflate \
+	./namesrv/body:FuzzDecodeAnswers ./namesrv/body:FuzzRouteRoundTrip ./namesrv/body:FuzzClusterInfoRoundTrip ./namesrv/body:FuzzTopicListRoundTrip \
 	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
 	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
 	./namesrv/httpapi:FuzzParseBearer ./namesrv/httpapi:FuzzParseTokens ./namesrv/authz:FuzzParsePolicy \

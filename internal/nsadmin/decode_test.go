@@ -86,7 +86,7 @@ func TestDecodeWhatNamesrvEncodes(t *testing.T) {
 			t.Errorf("dialect %d: %+v", d, q)
 		}
 	}
-	topics, err := DecodeTopicList(body.AppendTopicList(nil, []string{"x", "a"}, ""))
+	topics, err := DecodeTopicList(body.AppendTopicList(nil, &body.TopicList{Topics: []string{"a", "x"}}))
 	if err != nil || !reflect.DeepEqual(topics, []string{"a", "x"}) {
 		t.Errorf("%q %v", topics, err)
 	}

@@ -71,7 +71,7 @@ func TestOddAnswers(t *testing.T) {
 	halfway := startFake(t, fakeNamesrv{
 		protocol.GetBrokerClusterInfo: func(_ *remoting.Command, r *remoting.Response) { r.Body = clusterInfo },
 		protocol.GetAllTopicListFromNameserver: func(_ *remoting.Command, r *remoting.Response) {
-			r.Body = body.AppendTopicList(nil, []string{"Good", "Bad"}, "")
+			r.Body = body.AppendTopicList(nil, &body.TopicList{Topics: []string{"Bad", "Good"}})
 		},
 		protocol.GetRouteInfoByTopic: func(req *remoting.Command, r *remoting.Response) {
 			if topic, _ := req.ExtValue("topic"); string(topic) == "Bad" {
