@@ -86,10 +86,8 @@ func TestDecodeJavaAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
-		again, err := DecodeClusterInfo(AppendClusterInfo(nil, ci))
-		if err != nil || !equalClusterInfo(again, ci) {
-			t.Errorf("%s: read back %+v, %v", label, again, err)
-		}
+		checkClusterRoundTrip(t, ci, fjson.Legacy)
+		checkClusterRoundTrip(t, ci, fjson.Standard)
 		b := ci.Broker("cmpmyolt-rmsj-b")
 		if b == nil || b.Cluster != "cmpmyolt-rmsj-c" || !slices.Equal(b.Addrs, BrokerAddrs{{0, "127.0.0.1:20001"}, {1, "127.0.0.1:20003"}}) {
 			t.Errorf("%s: cmpmyolt-rmsj-b is %+v", label, b)
@@ -227,10 +225,12 @@ func TestRoundTrips(t *testing.T) {
 		{},
 		{Brokers: []*BrokerData{{BrokerName: "a"}, master}, Clusters: []ClusterMembers{{Cluster: "", BrokerNames: []string{"a"}}, {Cluster: "c", BrokerNames: []string{"a", "b/é\"\\", "gone"}}}},
 	} {
-		checkClusterRoundTrip(t, ci)
+		checkClusterRoundTrip(t, ci, fjson.Legacy)
+		checkClusterRoundTrip(t, ci, fjson.Standard)
 	}
-	for _, tl := range []*TopicList{{}, {Topics: []string{"%RETRY%g", "T"}}, {Topics: []string{""}, BrokerAddr: "10.0.0.1:10911"}} {
-		checkTopicListRoundTrip(t, tl)
+	for _, tl := range []*TopicList{{}, {Topics: []string{"%RETRY%g", "T/é"}}, {Topics: []string{""}, BrokerAddr: "10.0.0.1:10911"}} {
+		checkTopicListRoundTrip(t, tl, fjson.Legacy)
+		checkTopicListRoundTrip(t, tl, fjson.Standard)
 	}
 }
 
@@ -267,9 +267,9 @@ func checkRouteRoundTrip(t *testing.T, rd *TopicRouteData, d fjson.Dialect) {
 	}
 }
 
-func checkClusterRoundTrip(t *testing.T, ci *ClusterInfo) {
+func checkClusterRoundTrip(t *testing.T, ci *ClusterInfo, d fjson.Dialect) {
 	t.Helper()
-	data := AppendClusterInfo(nil, ci)
+	data := inDialect(t, AppendClusterInfo(nil, ci), d)
 	got, err := DecodeClusterInfo(data)
 	if err != nil {
 		t.Fatalf("%s: %v", data, err)
@@ -279,9 +279,9 @@ func checkClusterRoundTrip(t *testing.T, ci *ClusterInfo) {
 	}
 }
 
-func checkTopicListRoundTrip(t *testing.T, tl *TopicList) {
+func checkTopicListRoundTrip(t *testing.T, tl *TopicList, d fjson.Dialect) {
 	t.Helper()
-	data := AppendTopicList(nil, tl)
+	data := inDialect(t, AppendTopicList(nil, tl), d)
 	got, err := DecodeTopicList(data)
 	if err != nil {
 		t.Fatalf("%s: %v", data, err)
@@ -289,6 +289,21 @@ func checkTopicListRoundTrip(t *testing.T, tl *TopicList) {
 	if got.BrokerAddr != tl.BrokerAddr || !slices.Equal(got.Topics, tl.Topics) {
 		t.Fatalf("%s\nreads back as %+v", data, got)
 	}
+}
+
+// inDialect rewrites a body that Java writes in the legacy dialect only
+// (cluster infos, topic lists) in dialect d, for decoders that must read
+// both.
+func inDialect(t *testing.T, legacy []byte, d fjson.Dialect) []byte {
+	t.Helper()
+	if d == fjson.Legacy {
+		return legacy
+	}
+	v, err := fjson.NewReader(legacy).Value()
+	if err != nil {
+		t.Fatalf("%s: %v", legacy, err)
+	}
+	return fjson.AppendValue(nil, &v, d)
 }
 
 // equalRoute compares routes, an empty list equal to none. In the
@@ -497,24 +512,26 @@ func FuzzRouteRoundTrip(f *testing.F) {
 }
 
 // FuzzClusterInfoRoundTrip: any cluster info reads back equal from its
-// encoding (the legacy dialect, the only one it is written in).
+// encoding, and from that rewritten in the standard dialect.
 func FuzzClusterInfoRoundTrip(f *testing.F) {
 	for _, s := range answerSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkClusterRoundTrip(t, (&gen{data: data}).clusterInfo())
+		checkClusterRoundTrip(t, (&gen{data: data}).clusterInfo(), fjson.Legacy)
+		checkClusterRoundTrip(t, (&gen{data: data, valid: true}).clusterInfo(), fjson.Standard)
 	})
 }
 
 // FuzzTopicListRoundTrip: any topic list reads back equal from its
-// encoding (the legacy dialect, the only one it is written in).
+// encoding, and from that rewritten in the standard dialect.
 func FuzzTopicListRoundTrip(f *testing.F) {
 	for _, s := range answerSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkTopicListRoundTrip(t, (&gen{data: data}).topicList())
+		checkTopicListRoundTrip(t, (&gen{data: data}).topicList(), fjson.Legacy)
+		checkTopicListRoundTrip(t, (&gen{data: data, valid: true}).topicList(), fjson.Standard)
 	})
 }
 
@@ -563,11 +580,11 @@ func FuzzDecodeAnswers(f *testing.F) {
 			for _, c := range ci.Clusters {
 				ascending(t, c.BrokerNames, strings.Compare)
 			}
-			checkClusterRoundTrip(t, ci)
+			checkClusterRoundTrip(t, ci, fjson.Legacy)
 		}
 		if tl, err := DecodeTopicList(data); err == nil {
 			ascending(t, tl.Topics, strings.Compare)
-			checkTopicListRoundTrip(t, tl)
+			checkTopicListRoundTrip(t, tl, fjson.Legacy)
 		}
 	})
 }
