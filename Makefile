@@ -322,7 +322,8 @@ FUZZ_TARGETS ?= \
 	./namesrv/remoting:FuzzFrameReader \
 	./namesrv/fjson:FuzzReader \
 	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig ./namesrv/body:FuzzInflate \
-	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
+	./namesrv/body:FuzzDecodeAnswers ./namesrv/body:FuzzRouteRoundTrip ./namesrv/body:FuzzClusterInfoRoundTrip ./namesrv/body:FuzzTopicListRoundTrip \
+	./namesrv/config:FuzzParseProperties ./namesrv/config:FuzzFormatProperties ./namesrv/kvconfig:FuzzLoadKV \
 	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
 	./namesrv/httpapi:FuzzParseBearer ./namesrv/httpapi:FuzzParseTokens ./namesrv/authz:FuzzParsePolicy \
 	./internal/nsadmin:FuzzDecodeAnswers ./internal/migrate:FuzzConvert
