@@ -111,3 +111,52 @@ func TestLoadsAgainstARealServer(t *testing.T) {
 		t.Fatal("no error for an unreachable server")
 	}
 }
+
+// TestLoadsEndedBeforeConnecting: a load whose context ends before its
+// connections are established (a short window on a host too busy to run
+// the dial in time) stops without an error and without a result, as it
+// does when the context ends later.
+func TestLoadsEndedBeforeConnecting(t *testing.T) {
+	s := nstest.Start(t, nil)
+	addr := s.Addr().String()
+	for name, ctx := range map[string]context.Context{
+		"canceled": func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}(),
+		"past its deadline": func() context.Context {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		}(),
+	} {
+		r, err := (&RouteLoad{Addr: addr, Conns: 2, Inflight: 4, Topics: []string{"t"}, Duration: time.Second}).Run(ctx)
+		if err != nil || r == nil || r.Requests != 0 {
+			t.Errorf("route load, %s: %v; want no queries and no error", name, err)
+		}
+		res, err := (&RegisterStorm{Addr: addr, Brokers: 2, TopicsPerBroker: 10, Generation: body.Broker5}).Run(ctx)
+		if err != nil || res.Registrations != 0 {
+			t.Errorf("storm, %s: %v; want no registrations and no error", name, err)
+		}
+	}
+}
+
+// TestRouteLoadDurationStartsConnected: Duration bounds the load from when
+// its connections are up, and ends it by itself.
+func TestRouteLoadDurationStartsConnected(t *testing.T) {
+	s := nstest.Start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const d = 200 * time.Millisecond
+	r, err := (&RouteLoad{Addr: s.Addr().String(), Conns: 2, Inflight: 4, Topics: []string{"missing-topic"}, Duration: d}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests == 0 || r.NotFound != r.Requests || r.Elapsed < d {
+		t.Fatalf("route load of %v: %d queries, %d not found, in %v", d, r.Requests, r.NotFound, r.Elapsed)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the load ran until its context ended, not for its duration")
+	}
+}

@@ -31,6 +31,11 @@ type RouteLoad struct {
 	Type    remoting.SerializeType
 	// MaxRequests bounds the total number of requests (0: no bound).
 	MaxRequests int64
+	// Duration, when positive, ends the load this long after every
+	// connection is established: on a busy host a dial can wait for a CPU
+	// longer than a short window lasts, and the window is for queries.
+	// ctx bounds the whole run, dials included.
+	Duration time.Duration
 }
 
 // RouteResult is what a route load measured.
@@ -91,7 +96,9 @@ func (t *template) stamp(dst []byte, opaque int32, typ remoting.SerializeType) [
 	return dst
 }
 
-// Run drives the load until ctx ends or MaxRequests answers arrived.
+// Run drives the load until ctx ends, Duration has passed or MaxRequests
+// answers arrived. The end of ctx is the stop, not a failure, even when it
+// comes before a connection is established (the load then sent nothing).
 func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	if len(l.Topics) == 0 || l.Conns <= 0 || l.Inflight <= 0 {
 		return nil, errors.New("route load needs topics, connections and requests in flight")
@@ -99,6 +106,31 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	tpl, err := buildTemplates(l)
 	if err != nil {
 		return nil, err
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	var d net.Dialer
+	for range l.Conns {
+		nc, err := d.DialContext(ctx, "tcp", l.Addr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return &RouteResult{}, nil
+			}
+			return nil, fmt.Errorf("dial %s: %w", l.Addr, err)
+		}
+		conns = append(conns, nc)
+	}
+	// Elapsed counts from before the window's timer starts, so that a
+	// load that ran its Duration reports at least that.
+	start := time.Now()
+	if l.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.Duration)
+		defer cancel()
 	}
 	var budget atomic.Int64
 	budget.Store(l.MaxRequests)
@@ -108,12 +140,11 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	results := make([]RouteResult, l.Conns)
 	errs := make([]error, l.Conns)
 	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range l.Conns {
+	for i, nc := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.runConn(ctx, tpl, i, &budget, &results[i])
+			errs[i] = l.runConn(ctx, nc, tpl, i, &budget, &results[i])
 		}()
 	}
 	wg.Wait()
@@ -130,13 +161,7 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 // runConn keeps Inflight requests outstanding on one connection: it reads
 // whatever answers have arrived and sends as many new requests in a single
 // write, the way a busy client's pipeline behaves.
-func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, budget *atomic.Int64, res *RouteResult) error {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", l.Addr)
-	if err != nil {
-		return fmt.Errorf("dial %s: %w", l.Addr, err)
-	}
-	defer nc.Close()
+func (l *RouteLoad) runConn(ctx context.Context, nc net.Conn, tpl []template, offset int, budget *atomic.Int64, res *RouteResult) error {
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 

@@ -496,19 +496,14 @@ func (s *sweep) routePoint(ctx context.Context, tg *target, per int) ([]string, 
 	topics := sample(first, s.c.routeBrokers, per, s.c.routeSample)
 	load := &loadgen.RouteLoad{Addr: tg.addr, Conns: s.o.conns, Inflight: s.o.inflight, Topics: topics,
 		Version: int32(s.o.version), Type: remoting.JSON}
-	wctx, cancel := context.WithTimeout(ctx, s.c.routeWarmup)
-	_, err := load.Run(wctx)
-	cancel()
-	if err != nil {
+	if _, err := timedLoad(ctx, load, s.c.routeWarmup); err != nil {
 		return nil, err
 	}
 	before, err := tg.usage()
 	if err != nil {
 		return nil, err
 	}
-	mctx, cancel := context.WithTimeout(ctx, s.c.routeDuration)
-	res, err := load.Run(mctx)
-	cancel()
+	res, err := timedLoad(ctx, load, s.c.routeDuration)
 	if err != nil {
 		return nil, err
 	}

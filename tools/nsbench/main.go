@@ -222,13 +222,24 @@ func measure(o *options, f func() error) (cpu time.Duration, rss int64, err erro
 	return 0, 0, nil
 }
 
+// connectGrace bounds a timed load's connecting beyond its duration: the
+// duration starts once its connections are established, so that a dial
+// waiting for a CPU on a busy host does not eat a short window.
+const connectGrace = 30 * time.Second
+
+// timedLoad runs load for d from when its connections are established.
+func timedLoad(ctx context.Context, load *loadgen.RouteLoad, d time.Duration) (*loadgen.RouteResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, d+connectGrace)
+	defer cancel()
+	load.Duration = d
+	return load.Run(ctx)
+}
+
 func runRoute(ctx context.Context, o *options, topics []string, d time.Duration) (*loadgen.RouteResult, time.Duration, int64, error) {
 	var res *loadgen.RouteResult
 	cpu, rss, err := measure(o, func() error {
-		rctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
 		var err error
-		res, err = o.routeLoad(topics).Run(rctx)
+		res, err = timedLoad(ctx, o.routeLoad(topics), d)
 		return err
 	})
 	return res, cpu, rss, err

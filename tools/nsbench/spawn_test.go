@@ -38,7 +38,7 @@ func TestSpawnCmd(t *testing.T) {
 			line := "echo {port} $NSBENCH_PORT {dir} $NSBENCH_DIR {kv} $NSBENCH_KV_CONFIG_PATH {config} $NSBENCH_CONFIG_PATH $$ > " + rec + "; " + tc.line
 			var out bytes.Buffer
 			if err := run([]string{"-spawn-cmd", line, "-spawn-timeout", "20s", "-mode", "register", "-brokers", "1",
-				"-topics-per-broker", "20", "-interval", "10ms", "-duration", "300ms"}, &out); err != nil {
+				"-topics-per-broker", "20", "-interval", "10ms", "-duration", "1s"}, &out); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
 			m := regexp.MustCompile(`server: 127\.0\.0\.1:(\d+), pid (\d+) \((\w+)\)`).FindStringSubmatch(out.String())
