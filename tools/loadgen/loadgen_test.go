@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,7 +132,8 @@ func TestLoadsEndedBeforeConnecting(t *testing.T) {
 			return ctx
 		}(),
 	} {
-		r, err := (&RouteLoad{Addr: addr, Conns: 2, Inflight: 4, Topics: []string{"t"}, Duration: time.Second}).Run(ctx)
+		r, err := (&RouteLoad{Addr: addr, Conns: 2, Inflight: 4, Topics: []string{"t"}, Duration: time.Second,
+			OnReady: func() { t.Errorf("route load, %s: ready without an answer", name) }}).Run(ctx)
 		if err != nil || r == nil || r.Requests != 0 {
 			t.Errorf("route load, %s: %v; want no queries and no error", name, err)
 		}
@@ -143,15 +145,21 @@ func TestLoadsEndedBeforeConnecting(t *testing.T) {
 }
 
 // TestRouteLoadDurationStartsConnected: Duration bounds the load from when
-// its connections are up, and ends it by itself.
+// its connections are up, and ends it by itself; OnReady tells, once, when
+// every connection has had an answer.
 func TestRouteLoadDurationStartsConnected(t *testing.T) {
 	s := nstest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const d = 200 * time.Millisecond
-	r, err := (&RouteLoad{Addr: s.Addr().String(), Conns: 2, Inflight: 4, Topics: []string{"missing-topic"}, Duration: d}).Run(ctx)
+	var ready atomic.Int32
+	r, err := (&RouteLoad{Addr: s.Addr().String(), Conns: 3, Inflight: 4, Topics: []string{"missing-topic"}, Duration: d,
+		OnReady: func() { ready.Add(1) }}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := ready.Load(); n != 1 {
+		t.Errorf("OnReady called %d times, want once", n)
 	}
 	if r.Requests == 0 || r.NotFound != r.Requests || r.Elapsed < d {
 		t.Fatalf("route load of %v: %d queries, %d not found, in %v", d, r.Requests, r.NotFound, r.Elapsed)

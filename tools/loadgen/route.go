@@ -36,6 +36,11 @@ type RouteLoad struct {
 	// longer than a short window lasts, and the window is for queries.
 	// ctx bounds the whole run, dials included.
 	Duration time.Duration
+	// OnReady, when set, is called once every connection has had its
+	// first answer: a caller can start what the load is to run beside,
+	// knowing the load is under way. A load that ends before that never
+	// calls it.
+	OnReady func()
 }
 
 // RouteResult is what a route load measured.
@@ -132,6 +137,13 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 		ctx, cancel = context.WithTimeout(ctx, l.Duration)
 		defer cancel()
 	}
+	var waiting atomic.Int64 // connections yet to have an answer
+	waiting.Store(int64(len(conns)))
+	answered := func() {
+		if waiting.Add(-1) == 0 && l.OnReady != nil {
+			l.OnReady()
+		}
+	}
 	var budget atomic.Int64
 	budget.Store(l.MaxRequests)
 	if l.MaxRequests <= 0 {
@@ -144,7 +156,7 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.runConn(ctx, nc, tpl, i, &budget, &results[i])
+			errs[i] = l.runConn(ctx, nc, tpl, i, &budget, &results[i], answered)
 		}()
 	}
 	wg.Wait()
@@ -161,7 +173,9 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 // runConn keeps Inflight requests outstanding on one connection: it reads
 // whatever answers have arrived and sends as many new requests in a single
 // write, the way a busy client's pipeline behaves.
-func (l *RouteLoad) runConn(ctx context.Context, nc net.Conn, tpl []template, offset int, budget *atomic.Int64, res *RouteResult) error {
+// firstAnswer is called after the connection's first answer.
+func (l *RouteLoad) runConn(ctx context.Context, nc net.Conn, tpl []template, offset int, budget *atomic.Int64, res *RouteResult,
+	firstAnswer func()) error {
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
@@ -227,6 +241,9 @@ func (l *RouteLoad) runConn(ctx context.Context, nc net.Conn, tpl []template, of
 			if !frames.Ready() {
 				break
 			}
+		}
+		if res.Requests == uint64(answered) {
+			firstAnswer()
 		}
 		outstanding -= answered
 		if ctx.Err() != nil {

@@ -565,18 +565,31 @@ func (s *sweep) stormPoint(ctx context.Context, tg *target, brokers int) ([]stri
 	defer cancel()
 	hold, release := context.WithCancel(sctx)
 	defer release()
-	held := make(chan error, 1)
+	// The route load is under way (every connection answered once) before
+	// the first broker registers, so that on a busy host it is not still
+	// connecting when a short storm is over.
+	ready := make(chan struct{})
+	load.OnReady = func() { close(ready) }
 	loaded := make(chan *loadgen.RouteResult, 1)
 	var loadErr error
-	start := time.Now()
-	go func() {
-		_, err := storm.Run(hold)
-		held <- err
-	}()
 	go func() {
 		var res *loadgen.RouteResult
 		res, loadErr = load.Run(hold)
 		loaded <- res
+	}()
+	select {
+	case <-ready:
+	case <-loaded:
+		if loadErr == nil {
+			loadErr = sctx.Err()
+		}
+		return nil, fmt.Errorf("route load ended before its first answers: %w", loadErr)
+	}
+	held := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := storm.Run(hold)
+		held <- err
 	}()
 	routable, err := waitRoutable(sctx, poller, first, brokers, s.c.stormTopics)
 	elapsed := time.Since(start)
