@@ -144,10 +144,11 @@ func TestLoadsEndedBeforeConnecting(t *testing.T) {
 	}
 }
 
-// TestRouteLoadDurationStartsConnected: Duration bounds the load from when
-// its connections are up, and ends it by itself; OnReady tells, once, when
-// every connection has had an answer.
-func TestRouteLoadDurationStartsConnected(t *testing.T) {
+// TestRouteLoadDurationStartsUnderWay: Duration bounds the load from when
+// every connection has had an answer, so that even a host too busy to
+// answer within the duration gives a window with answers on every
+// connection; OnReady tells, once, when that is. The load ends by itself.
+func TestRouteLoadDurationStartsUnderWay(t *testing.T) {
 	s := nstest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -161,8 +162,9 @@ func TestRouteLoadDurationStartsConnected(t *testing.T) {
 	if n := ready.Load(); n != 1 {
 		t.Errorf("OnReady called %d times, want once", n)
 	}
-	if r.Requests == 0 || r.NotFound != r.Requests || r.Elapsed < d {
-		t.Fatalf("route load of %v: %d queries, %d not found, in %v", d, r.Requests, r.NotFound, r.Elapsed)
+	if r.Requests < 3 || r.NotFound != r.Requests || r.Elapsed < d {
+		t.Fatalf("route load of %v: %d queries, %d not found, in %v; want an answer per connection at least, in %v at least",
+			d, r.Requests, r.NotFound, r.Elapsed, d)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the load ran until its context ended, not for its duration")

@@ -31,15 +31,15 @@ type RouteLoad struct {
 	Type    remoting.SerializeType
 	// MaxRequests bounds the total number of requests (0: no bound).
 	MaxRequests int64
-	// Duration, when positive, ends the load this long after every
-	// connection is established: on a busy host a dial can wait for a CPU
-	// longer than a short window lasts, and the window is for queries.
-	// ctx bounds the whole run, dials included.
+	// Duration, when positive, ends the load this long after it is under
+	// way: every connection established and answered once. On a busy host
+	// a dial or a first answer can wait for a CPU longer than a short
+	// window lasts; the window is for queries, and holds some on every
+	// connection. ctx bounds the whole run, connecting included.
 	Duration time.Duration
-	// OnReady, when set, is called once every connection has had its
-	// first answer: a caller can start what the load is to run beside,
-	// knowing the load is under way. A load that ends before that never
-	// calls it.
+	// OnReady, when set, is called once the load is under way (every
+	// connection has had its first answer): a caller can start what the
+	// load is to run beside. A load that ends before that never calls it.
 	OnReady func()
 }
 
@@ -50,8 +50,10 @@ type RouteResult struct {
 	Errors uint64
 	// NotFound counts TOPIC_NOT_EXIST answers.
 	NotFound uint64
-	Elapsed  time.Duration
-	Latency  Histogram
+	// Elapsed is the time from the end of the dials, or with Duration from
+	// when the load was under way, to its end.
+	Elapsed time.Duration
+	Latency Histogram
 }
 
 // Throughput is answers per second.
@@ -129,18 +131,21 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 		}
 		conns = append(conns, nc)
 	}
-	// Elapsed counts from before the window's timer starts, so that a
-	// load that ran its Duration reports at least that.
 	start := time.Now()
-	if l.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.Duration)
-		defer cancel()
-	}
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	var window *time.Timer
 	var waiting atomic.Int64 // connections yet to have an answer
 	waiting.Store(int64(len(conns)))
 	answered := func() {
-		if waiting.Add(-1) == 0 && l.OnReady != nil {
+		if waiting.Add(-1) != 0 {
+			return
+		}
+		if l.Duration > 0 {
+			start = time.Now() // read after wg.Wait: this runs in a connection's goroutine
+			window = time.AfterFunc(l.Duration, stop)
+		}
+		if l.OnReady != nil {
 			l.OnReady()
 		}
 	}
@@ -156,10 +161,13 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.runConn(ctx, nc, tpl, i, &budget, &results[i], answered)
+			errs[i] = l.runConn(run, nc, tpl, i, &budget, &results[i], answered)
 		}()
 	}
 	wg.Wait()
+	if window != nil {
+		window.Stop()
+	}
 	total := &RouteResult{Elapsed: time.Since(start)}
 	for i := range results {
 		total.Requests += results[i].Requests
