@@ -136,9 +136,9 @@ func (r *NameServerClusterReconciler) deleteTargets(ctx context.Context, namespa
 			return fmt.Errorf("deleting ConfigMap %s: %w", key, err)
 		}
 		if c != nil {
-			r.Recorder.Eventf(c, cm, corev1.EventTypeNormal, EventDeleted, "Delete", "deleted address ConfigMap %s", key)
+			r.event(c, cm, corev1.EventTypeNormal, v1alpha1.EventDeleted, "Delete", "deleted address ConfigMap %s", key)
 		} else {
-			r.Recorder.Eventf(cm, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "deleted address ConfigMap %s of the deleted NameServerCluster %s/%s", key, namespace, name)
+			r.event(cm, nil, corev1.EventTypeNormal, v1alpha1.EventDeleted, "Delete", "deleted address ConfigMap %s of the deleted NameServerCluster %s/%s", key, namespace, name)
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ import (
 // object in the way) may change without the operator hearing of it.
 type problem struct {
 	// Reason is one of the v1alpha1.Refusal* reasons.
-	Reason  string
+	Reason  v1alpha1.ConditionReason
 	Message string
 	// Related is the object the problem is about, named in its event.
 	Related client.Object
@@ -97,9 +97,9 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 	}
 	switch {
 	case !found:
-		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, EventCreated, "Create", "created %s %s", ch.kind, key)
+		r.event(c, ch.existing, corev1.EventTypeNormal, v1alpha1.EventCreated, "Create", "created %s %s", ch.kind, key)
 	case changed(ch.existing, ch.meta):
-		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, EventUpdated, "Update", "updated %s %s", ch.kind, key)
+		r.event(c, ch.existing, corev1.EventTypeNormal, v1alpha1.EventUpdated, "Update", "updated %s %s", ch.kind, key)
 	}
 	return nil, nil
 }
@@ -180,7 +180,7 @@ func (r *NameServerClusterReconciler) deleteChild(ctx context.Context, c *v1alph
 	if err := r.Delete(ctx, o, client.Preconditions{UID: ptr.To(o.GetUID())}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting %s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err)
 	}
-	r.Recorder.Eventf(c, o, corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %s %s/%s: %s", kind, o.GetNamespace(), o.GetName(), why)
+	r.event(c, o, corev1.EventTypeNormal, v1alpha1.EventDeleted, "Delete", "deleted %s %s/%s: %s", kind, o.GetNamespace(), o.GetName(), why)
 	return nil
 }
 

@@ -88,7 +88,7 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 2)))
 			c := getCluster(g, ns, "grow")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(HaveField("Reason", v1alpha1.ReasonConsistent))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(HaveField("Reason", string(v1alpha1.ReasonConsistent)))
 		}).Should(Succeed())
 
 		By("scale-up: brokers learn of the new peer at once; clients do not")
@@ -114,10 +114,10 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(peer.RouteComplete).To(HaveValue(BeFalse()))
 			g.Expect(peer.MissingBrokers).To(ConsistOf("DefaultCluster/broker-10.7.0.1:10911@10.7.0.1:10911"))
 			g.Expect(peer.Published).To(BeFalse())
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
-			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonWaitingForPeers))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond.Reason).To(Equal(string(v1alpha1.ReasonWaitingForPeers)))
 			g.Expect(cond.Message).To(ContainSubstring("grow-2: route gate closed: 1 of 1 expected brokers missing; lacks 1 brokers of the serving peers"))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonPublishing))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonPublishing)))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 2)))
@@ -127,7 +127,7 @@ var _ = Describe("Route continuity", func() {
 		testPeers.edit(podIP(2), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{testBroker("10.7.0.1:10911", time.Now())} })
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 3)))
-			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "grow").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "grow").Status.Conditions, string(v1alpha1.ConditionAddressesPublished))).To(BeTrue())
 		}, 5*time.Second).Should(Succeed())
 		Eventually(func() float64 {
 			return metricValue("kube_namesrv_cluster_published_peers", map[string]string{"namespace": ns, "name": "grow"})
@@ -156,8 +156,8 @@ var _ = Describe("Route continuity", func() {
 		testPeers.edit(podIP(1), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{a} })
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "ap")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonBrokerMissing)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", string(v1alpha1.ReasonBrokerMissing))))
 			g.Expect(cond.Message).To(ContainSubstring("broker DefaultCluster/broker-10.8.0.2:10911@10.8.0.2:10911 is missing from peer ap-1"))
 			g.Expect(eventReasons(g, ns, "ap")).To(ContainElement("Warning/RoutesInconsistent"))
 		}).Should(Succeed())
@@ -171,7 +171,7 @@ var _ = Describe("Route continuity", func() {
 		testPeers.edit(podIP(1), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{a, b} })
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "ap")
-			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, string(v1alpha1.ConditionRoutesConsistent))).To(BeTrue())
 			g.Expect(eventReasons(g, ns, "ap")).To(ContainElement("Normal/RoutesConsistent"))
 		}, 5*time.Second).Should(Succeed())
 		Eventually(func() float64 {
@@ -193,7 +193,7 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "roll")
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonRollingOut),
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonRollingOut)),
 				"the first status of a new template says it rolls, never Stable")
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -227,7 +227,7 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "roll")
 			g.Expect(c.Status.UpdatedReplicas).To(BeEquivalentTo(3))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonStable))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonStable)))
 			g.Expect(eventReasons(g, ns, "roll")).To(ContainElement("Normal/RollingPeer"))
 		}).Should(Succeed())
 	})
@@ -273,8 +273,8 @@ var _ = Describe("Route continuity", func() {
 		observeRevision(ns, "pause", "r2")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "pause")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonRolloutPaused)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", string(v1alpha1.ReasonRolloutPaused))))
 			g.Expect(cond.Message).To(ContainSubstring("pause-0, pause-1 run an outdated pod template"))
 			g.Expect(c.Status.UpdatedReplicas).To(BeEquivalentTo(0))
 		}).Should(Succeed())
@@ -301,10 +301,10 @@ var _ = Describe("Route continuity", func() {
 		updateCluster(ns, "hold", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](1) })
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "hold")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-			g.Expect(cond).To(HaveField("Reason", v1alpha1.ReasonScaleDownHeld))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(cond).To(HaveField("Reason", string(v1alpha1.ReasonScaleDownHeld)))
 			g.Expect(cond.Message).To(ContainSubstring("hold-0, which would remain, does not serve"))
-			g.Expect(eventReasons(g, ns, "hold")).To(ContainElement("Warning/" + v1alpha1.ReasonScaleDownHeld))
+			g.Expect(eventReasons(g, ns, "hold")).To(ContainElement("Warning/" + string(v1alpha1.ReasonScaleDownHeld)))
 		}).Should(Succeed())
 		Eventually(func() float64 {
 			return metricValue("kube_namesrv_cluster_scale_down_held", map[string]string{"namespace": ns, "name": "hold"})

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -59,7 +58,7 @@ var _ = Describe("Declared KV config", func() {
 			g.Expect(testPeers.get(podIP(0)).KVApplies).To(BeZero())
 			g.Expect(eventReasons(g, ns, "kv")).To(ContainElement("Warning/KVConfigCorrected"))
 			c := getCluster(g, ns, "kv")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", v1alpha1.ReasonInSync))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", string(v1alpha1.ReasonInSync)))
 			g.Expect(c.Status.KVConfig).To(HaveValue(HaveField("Declared", ConsistOf("ORDER_TOPIC_CONFIG/TopicA", "ORDER_TOPIC_CONFIG/TopicB"))))
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
 		}).Should(Succeed())
@@ -71,7 +70,7 @@ var _ = Describe("Declared KV config", func() {
 			g.Expect(f.Removed).To(Equal(map[string][]string{"ORDER_TOPIC_CONFIG": {"TopicB"}}))
 			digest = d
 			c := getCluster(g, ns, "kv")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", v1alpha1.ReasonKVNotDelivered))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", string(v1alpha1.ReasonKVNotDelivered)))
 		}).Should(Succeed())
 		for o := range 2 {
 			testPeers.edit(podIP(o), func(p *fakePeer) { p.KV = &peerstatus.KVStatus{Digest: digest, Policy: "Owned", InSync: true} })
@@ -103,8 +102,8 @@ var _ = Describe("Declared KV config", func() {
 		settleStatefulSet(ns, "add")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "add")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonKVDrift)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", string(v1alpha1.ReasonKVDrift))))
 			g.Expect(cond.Message).To(Equal("peer add-1: ORDER_TOPIC_CONFIG/TopicB: missing"))
 			g.Expect(eventReasons(g, ns, "add")).To(ContainElement("Warning/KVConfigDrift"))
 			g.Expect(c.Status.Addresses).To(Equal([]string{peerAddr(ns, "add", 0)}), "a peer without the declared values was sent clients")
@@ -118,7 +117,7 @@ var _ = Describe("Declared KV config", func() {
 		})
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "add")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Message", "peer add-1: ORDER_TOPIC_CONFIG/TopicB: differs"))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Message", "peer add-1: ORDER_TOPIC_CONFIG/TopicB: differs"))
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2), "a tolerated hand-made value kept a peer from clients")
 		}, 5*time.Second).Should(Succeed())
 		Eventually(func() float64 {

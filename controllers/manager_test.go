@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,9 +117,9 @@ var _ = Describe("The manager", func() {
 		newCluster(elsewhere, "ignored")
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, targets, "scoped-namesrv-addr")).To(HaveKey("namesrvAddr"))
-			cond := meta.FindStatusCondition(getCluster(g, ns, "scoped").Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			cond := v1alpha1.FindCondition(getCluster(g, ns, "scoped").Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.Reason).To(Equal(v1alpha1.RefusalTarget))
+			g.Expect(cond.Reason).To(Equal(string(v1alpha1.RefusalTarget)))
 			g.Expect(cond.Message).To(ContainSubstring("outside the namespaces this operator manages"))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -322,4 +323,10 @@ func (b *backoffs) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.attempts, key)
+}
+
+// event records an event about a cluster: the one place where a typed
+// reason becomes the recorder's string.
+func (r *NameServerClusterReconciler) event(regarding, related runtime.Object, eventType string, reason v1alpha1.EventReason, action, note string, args ...any) {
+	r.Recorder.Eventf(regarding, related, eventType, string(reason), action, note, args...)
 }

@@ -116,8 +116,8 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(c.Finalizers).To(BeEmpty(), "no finalizer: uninstalling the operator first must not leave the cluster undeletable")
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
 			g.Expect(c.Status.Selector).To(Equal("app.kubernetes.io/instance=alpha,app.kubernetes.io/name=namesrv"))
-			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
-			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, string(v1alpha1.ConditionAddressesPublished))).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, string(v1alpha1.ConditionAvailable))).To(BeTrue())
 			g.Expect(eventReasons(g, ns, "alpha")).To(ContainElement("Normal/Created"))
 			g.Expect(eventNotes(g, ns, "alpha")).To(ContainElements(
 				"created StatefulSet "+ns+"/alpha", "created Service "+ns+"/alpha", "created Service "+ns+"/alpha-headless",
@@ -160,9 +160,9 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
-			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
-			g.Expect(cond).To(HaveField("Reason", v1alpha1.ReasonWaitingForPeers))
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, string(v1alpha1.ConditionAvailable))).To(BeTrue())
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond).To(HaveField("Reason", string(v1alpha1.ReasonWaitingForPeers)))
 			g.Expect(cond.Message).To(ContainSubstring("pub-1: its pod is not ready"))
 			g.Expect(c.Status.Peers).To(ContainElements(
 				And(HaveField("Name", "pub-0"), HaveField("Published", true), HaveField("Ready", true), HaveField("Reachable", HaveValue(BeFalse()))),
@@ -182,11 +182,11 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(c.Status.BrokerNamesrvAddr).To(Equal(peerList(ns, "pub", 3)))
 			g.Expect(c.Status.Addresses).To(HaveLen(3))
 			g.Expect(c.Status.ReadyReplicas).To(BeEquivalentTo(3))
-			for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
-				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, t)).To(BeTrue(), t)
+			for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
+				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, string(t))).To(BeTrue(), string(t))
 			}
-			for _, t := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
-				g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, t)).To(BeTrue(), t)
+			for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
+				g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, string(t))).To(BeTrue(), string(t))
 			}
 			g.Expect(eventReasons(g, ns, "pub")).To(ContainElement("Normal/Published"))
 		}).Should(Succeed())
@@ -198,8 +198,8 @@ var _ = Describe("NameServerCluster", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(And(
-				HaveField("Reason", v1alpha1.ReasonPeersNotReady), HaveField("Message", ContainSubstring("pub-1"))))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(And(
+				HaveField("Reason", string(v1alpha1.ReasonPeersNotReady)), HaveField("Message", ContainSubstring("pub-1"))))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)))
@@ -248,7 +248,7 @@ var _ = Describe("NameServerCluster", func() {
 			c := getCluster(g, ns, "scale")
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
 			g.Expect(c.Status.DrainStartTime).NotTo(BeNil())
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonDraining))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonDraining)))
 			g.Expect(eventReasons(g, ns, "scale")).To(ContainElement("Normal/Draining"))
 		}).Should(Succeed())
 		Expect(statefulSetReplicas(Default, ns, "scale")).To(BeEquivalentTo(5))
@@ -386,18 +386,18 @@ var _ = Describe("NameServerCluster", func() {
 		By("a target whose namespace does not exist is refused, then published once it appears")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "multi")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(cond.Reason).To(Equal(v1alpha1.RefusalTarget))
+			g.Expect(cond.Reason).To(Equal(string(v1alpha1.RefusalTarget)))
 			g.Expect(cond.Message).To(ContainSubstring(missing))
-			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/" + v1alpha1.RefusalTarget))
+			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/" + string(v1alpha1.RefusalTarget)))
 		}).Should(Succeed())
 		Expect(k8sClient.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing,
 			Annotations: map[string]string{v1alpha1.AnnotationAcceptPublishFrom: ns + "/multi"}}})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, missing, "multi-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
-			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "multi").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "multi").Status.Conditions, string(v1alpha1.ConditionAddressesPublished))).To(BeTrue())
 		}).Should(Succeed())
 
 		By("a copy deleted by hand comes back")
@@ -437,13 +437,13 @@ var _ = Describe("NameServerCluster", func() {
 		settleStatefulSet(ns, "refuse")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "refuse")
-			degraded := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+			degraded := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
 			g.Expect(degraded).NotTo(BeNil())
 			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(degraded.Message).To(And(ContainSubstring("is the cluster's own"), ContainSubstring("is not this cluster's"),
 				ContainSubstring(fmt.Sprintf("namespace %q does not accept address lists from %s/refuse", closed, ns))))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonBlocked))
-			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElements("Warning/"+v1alpha1.RefusalTarget, "Warning/"+v1alpha1.RefusalNotOwned))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonBlocked)))
+			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElements("Warning/"+string(v1alpha1.RefusalTarget), "Warning/"+string(v1alpha1.RefusalNotOwned)))
 		}).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(closed, "refuse-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue(),
 			"a namespace that did not opt in received the list")

@@ -35,7 +35,7 @@ func (r *NameServerClusterReconciler) actOnPeers(ctx context.Context, c *v1alpha
 			log.Info("could not ask a peer to apply its declared KV config", "peer", pod.Name, "error", err.Error())
 			continue
 		}
-		r.Recorder.Eventf(c, pod, corev1.EventTypeWarning, EventKVConfigCorrected, "ApplyKV",
+		r.event(c, pod, corev1.EventTypeWarning, v1alpha1.EventKVConfigCorrected, "ApplyKV",
 			"%s held KV values that differ from spec.kvConfig (%s); set back under kvConfigPolicy Owned", pod.Name, strings.Join(v.Drift, ", "))
 		obs := o.state.Peers[ordinal]
 		if obs.Summary != nil {
@@ -60,7 +60,7 @@ func (r *NameServerClusterReconciler) actOnPeers(ctx context.Context, c *v1alpha
 		}
 		obs := o.state.Peers[ordinal]
 		if s.Gate.Open && (obs.Summary == nil || !obs.Summary.Gate.Open) {
-			r.Recorder.Eventf(c, peerPod(c, ordinal), corev1.EventTypeNormal, EventRouteGateOpened, "OpenGate",
+			r.event(c, peerPod(c, ordinal), corev1.EventTypeNormal, v1alpha1.EventRouteGateOpened, "OpenGate",
 				"%s holds the %d brokers of the serving peers; it answers clients now", peerPod(c, ordinal).Name, len(gates[ordinal].Expect))
 		}
 		obs.Summary = s
@@ -91,7 +91,7 @@ func (r *NameServerClusterReconciler) restartPeer(ctx context.Context, c *v1alph
 	if err := r.Delete(ctx, pod, preconditionUID(pod)); err != nil {
 		return fmt.Errorf("restarting %s/%s for the new pod template: %w", pod.Namespace, pod.Name, err)
 	}
-	r.Recorder.Eventf(c, pod, corev1.EventTypeNormal, EventRollingPeer, "Restart",
+	r.event(c, pod, corev1.EventTypeNormal, v1alpha1.EventRollingPeer, "Restart",
 		"restarting %s to bring it to the current pod template (%s); %d peers outdated", pod.Name, why, len(d.roll.Outdated))
 	return nil
 }

@@ -237,9 +237,9 @@ func (r *NameServerClusterReconciler) lastPublished(c *v1alpha1.NameServerCluste
 }
 
 // conditionValue is 1 for True, 0 for False, -1 for Unknown or absent.
-func conditionValue(cs []metav1.Condition, t string) int {
+func conditionValue(cs []metav1.Condition, t v1alpha1.ConditionType) int {
 	for _, c := range cs {
-		if c.Type == t {
+		if c.Type == string(t) {
 			switch c.Status {
 			case metav1.ConditionTrue:
 				return 1

@@ -160,11 +160,8 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 		st.KVConfig = &v1alpha1.KVConfigStatus{Declared: declared, Removed: removed}
 	}
 
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
-			LastTransitionTime: metav1.NewTime(in.Now),
-		})
+	set := func(t v1alpha1.ConditionType, s metav1.ConditionStatus, reason v1alpha1.ConditionReason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, v1alpha1.Condition(t, s, reason, msg, c.Generation, metav1.NewTime(in.Now)))
 	}
 	problems := problemMessage(in.Problems)
 
@@ -221,7 +218,7 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 }
 
 // progress says what is moving, or what holds the cluster still.
-func progress(in statusInput, desired int32) (reason string, status metav1.ConditionStatus, msg string) {
+func progress(in statusInput, desired int32) (reason v1alpha1.ConditionReason, status metav1.ConditionStatus, msg string) {
 	c, o, d, s := in.Cluster, in.Obs, in.Dec, in.StatefulSet
 	problems := problemMessage(in.Problems)
 	switch {
@@ -254,7 +251,7 @@ func progress(in statusInput, desired int32) (reason string, status metav1.Condi
 }
 
 // routesCondition sets RoutesConsistent from the route check.
-func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, set func(v1alpha1.ConditionType, metav1.ConditionStatus, v1alpha1.ConditionReason, string)) {
 	r := d.routes
 	var unchecked []int32
 	for _, ordinal := range d.compared {
@@ -291,7 +288,7 @@ func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, se
 }
 
 // kvCondition sets KVConfigInSync from the per-peer verdicts.
-func kvCondition(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+func kvCondition(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus, d *decision, set func(v1alpha1.ConditionType, metav1.ConditionStatus, v1alpha1.ConditionReason, string)) {
 	if !d.kvDeclared {
 		set(v1alpha1.ConditionKVConfigInSync, metav1.ConditionTrue, v1alpha1.ReasonNothingDeclared, "spec.kvConfig declares nothing")
 		return
@@ -347,7 +344,7 @@ func describeOrdinals(c *v1alpha1.NameServerCluster, ordinals []int32) string {
 	return strings.Join(names, ", ")
 }
 
-func filterProblems(ps []problem, reasons ...string) []problem {
+func filterProblems(ps []problem, reasons ...v1alpha1.ConditionReason) []problem {
 	var out []problem
 	for _, p := range ps {
 		if slices.Contains(reasons, p.Reason) {
@@ -357,7 +354,7 @@ func filterProblems(ps []problem, reasons ...string) []problem {
 	return out
 }
 
-func firstReason(ps []problem, reasons ...string) string {
+func firstReason(ps []problem, reasons ...v1alpha1.ConditionReason) v1alpha1.ConditionReason {
 	if f := filterProblems(ps, reasons...); len(f) > 0 {
 		return f[0].Reason
 	}
@@ -407,18 +404,18 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	}
 	for _, p := range st.Peers {
 		if p.Published && !before[p.Ordinal] {
-			r.Recorder.Eventf(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, EventPublished, "Publish",
+			r.event(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, v1alpha1.EventPublished, "Publish",
 				"%s serves and joined the client list: %s", p.Name, st.NamesrvAddr)
 		}
 	}
 	for o, was := range before {
 		if was && !after[o] {
-			r.Recorder.Eventf(c, peerPod(c, o), corev1.EventTypeNormal, EventPublished, "Unpublish",
+			r.event(c, peerPod(c, o), corev1.EventTypeNormal, v1alpha1.EventPublished, "Unpublish",
 				"%s left the client list: %s", render.PodName(c, o), st.NamesrvAddr)
 		}
 	}
 	if st.DrainStartTime != nil && (old.DrainStartTime == nil || !old.DrainStartTime.Equal(st.DrainStartTime)) {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, EventDraining, "Drain",
+		r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventDraining, "Drain",
 			"removed peers from the client list; the StatefulSet keeps them for %ds", ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
 	}
 	return nil
@@ -427,9 +424,9 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 // warnTransitions records one event when a condition that needs a person's
 // attention turns, so a standing state is not repeated on every reconcile.
 func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerCluster, old, st v1alpha1.NameServerClusterStatus, problems []problem) {
-	turned := func(t string) (*metav1.Condition, bool) {
-		was := meta.FindStatusCondition(old.Conditions, t)
-		now := meta.FindStatusCondition(st.Conditions, t)
+	turned := func(t v1alpha1.ConditionType) (*metav1.Condition, bool) {
+		was := v1alpha1.FindCondition(old.Conditions, t)
+		now := v1alpha1.FindCondition(st.Conditions, t)
 		if now == nil {
 			return nil, false
 		}
@@ -437,29 +434,29 @@ func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerClus
 	}
 	if now, ok := turned(v1alpha1.ConditionDegraded); ok && len(problems) > 0 && now.Status == metav1.ConditionTrue {
 		for _, p := range problems {
-			r.Recorder.Eventf(c, p.Related, corev1.EventTypeWarning, p.Reason, "Refuse", "%s", p.Message)
-			metrics.Refused(c.Namespace, c.Name, p.Reason)
+			r.event(c, p.Related, corev1.EventTypeWarning, v1alpha1.RefusalEvent(p.Reason), "Refuse", "%s", p.Message)
+			metrics.Refused(c.Namespace, c.Name, string(p.Reason))
 		}
 	}
 	if now, ok := turned(v1alpha1.ConditionRoutesConsistent); ok {
 		switch now.Status {
 		case metav1.ConditionFalse:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, EventRoutesInconsistent, "CompareRoutes", "%s", now.Message)
+			r.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventRoutesInconsistent, "CompareRoutes", "%s", now.Message)
 		case metav1.ConditionTrue:
-			if was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionRoutesConsistent); was != nil && was.Status == metav1.ConditionFalse {
-				r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, EventRoutesConsistent, "CompareRoutes", "%s", now.Message)
+			if was := v1alpha1.FindCondition(old.Conditions, v1alpha1.ConditionRoutesConsistent); was != nil && was.Status == metav1.ConditionFalse {
+				r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventRoutesConsistent, "CompareRoutes", "%s", now.Message)
 			}
 		}
 	}
-	if now, ok := turned(v1alpha1.ConditionKVConfigInSync); ok && now.Status == metav1.ConditionFalse && now.Reason == v1alpha1.ReasonKVDrift {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, EventKVConfigDrift, "CompareKV", "%s", now.Message)
+	if now, ok := turned(v1alpha1.ConditionKVConfigInSync); ok && now.Status == metav1.ConditionFalse && now.Reason == string(v1alpha1.ReasonKVDrift) {
+		r.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventKVConfigDrift, "CompareKV", "%s", now.Message)
 	}
 	if now, ok := turned(v1alpha1.ConditionProgressing); ok {
-		switch now.Reason {
+		switch v1alpha1.ConditionReason(now.Reason) {
 		case v1alpha1.ReasonScaleDownHeld:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, v1alpha1.ReasonScaleDownHeld, "HoldScaleDown", "%s", now.Message)
+			r.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventScaleDownHeld, "HoldScaleDown", "%s", now.Message)
 		case v1alpha1.ReasonRolloutPaused:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, v1alpha1.ReasonRolloutPaused, "PauseRollout", "%s", now.Message)
+			r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventRolloutPaused, "PauseRollout", "%s", now.Message)
 		}
 	}
 }
