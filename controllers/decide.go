@@ -43,15 +43,29 @@ type decision struct {
 	portsUntil time.Time
 }
 
-// serving tells whether a peer can take clients: its pod is ready and, as
-// far as the operator can tell, it holds every broker the other serving
-// peers hold and the declared KV config. A peer the operator cannot read
-// serves when it is ready: its own start-up gate, which only a gate request
-// or its timeout opens, then stands in for the check, and status reports
-// that the check could not be made.
-func (d *decision) serving(o *observed, ordinal int32) bool {
+// Two predicates, kept apart on purpose. A peer answers clients when its
+// pod is ready (its start-up gate is open) and not terminating, and it is in
+// the client list: that is what a restart, a removal or the roll's floor
+// would take away. A peer is joinable when, moreover, it holds what the
+// serving peers hold: only joining the client list waits for that. A peer
+// that lags in routes or KV config still answers; taking it for silent
+// would let a roll restart it first, or lift a scale-down's hold.
+
+// ready tells whether a peer's pod is ready and not terminating: with a
+// place in the client list, the peer answers clients.
+func ready(o *observed, ordinal int32) bool {
 	p, ok := o.peers[ordinal]
-	if !ok || !p.Ready || p.Terminating {
+	return ok && p.Ready && !p.Terminating
+}
+
+// joinable tells whether a peer may join the client list: its pod is ready
+// and, as far as the operator can tell, it holds every broker the other
+// serving peers hold and the declared KV config. A peer the operator cannot
+// read is joinable when it is ready: its own start-up gate, which only a
+// gate request or its timeout opens, then stands in for the check, and
+// status reports that the check could not be made.
+func (d *decision) joinable(o *observed, ordinal int32) bool {
+	if !ready(o, ordinal) {
 		return false
 	}
 	if complete, known := d.routes.Complete[ordinal]; known && !complete {
@@ -111,7 +125,8 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		DrainStart: drainStart,
 		Drain:      time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second,
 		Current:    current,
-		Serving:    func(ordinal int32) bool { return d.serving(o, ordinal) },
+		Joinable:   func(ordinal int32) bool { return d.joinable(o, ordinal) },
+		Ready:      func(ordinal int32) bool { return ready(o, ordinal) },
 		Now:        o.now,
 	})
 	d.addresses(c, r.Render, o)
@@ -201,7 +216,7 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 	d.published = map[int32]string{}
 	for _, ordinal := range d.plan.Published {
 		addr := render.PeerAddress(c, opts, ordinal, port(ordinal))
-		if prev := statusPeer(c, ordinal); prev != nil && prev.Published && !d.serving(o, ordinal) {
+		if prev := statusPeer(c, ordinal); prev != nil && prev.Published && !d.joinable(o, ordinal) {
 			addr = prev.Address
 		}
 		d.published[ordinal] = addr
@@ -237,7 +252,7 @@ func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o
 			Terminating: p.Terminating,
 			Updated:     !fresh || p.Revision == o.sts.Status.UpdateRevision,
 			Listed:      slices.Contains(d.plan.Published, ordinal),
-			Serving:     d.serving(o, ordinal),
+			Ready:       ready(o, ordinal),
 		}
 	}
 	return in

@@ -84,9 +84,9 @@ func (r *NameServerClusterReconciler) restartPeer(ctx context.Context, c *v1alph
 	if err := r.Get(ctx, clientKey(c.Namespace, render.PodName(c, ordinal)), pod); err != nil {
 		return fmt.Errorf("reading the pod to restart: %w", err)
 	}
-	why := "it does not serve"
-	if d.serving(o, ordinal) {
-		why = "every other listed peer serves"
+	why := "it answers no client"
+	if ready(o, ordinal) && slices.Contains(d.plan.Published, ordinal) {
+		why = "every other listed peer answers clients"
 	}
 	if err := r.Delete(ctx, pod, preconditionUID(pod)); err != nil {
 		return fmt.Errorf("restarting %s/%s for the new pod template: %w", pod.Namespace, pod.Name, err)

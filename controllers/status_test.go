@@ -131,19 +131,19 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "the first reconcile of a new template is not Stable: its controller has not seen it",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 2},
 			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
-			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "has not observed"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "has not observed"},
 		},
 		{
 			name:  "a listed peer down outside a roll is degraded",
 			scene: scene{replicas: 3, pods: "RUR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2},
 			want:  conds{v1alpha1.ConditionAvailable: condTrue(v1alpha1.ReasonPeersServing), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
-			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionDegraded: "ns1-1"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionDegraded: "ns1-1"},
 		},
 		{
 			name:  "a routine roll, one peer restarting, is not degraded",
 			scene: scene{replicas: 3, pods: "rrU", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3},
 			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
-			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "waiting for listed ordinal 2"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "waiting for listed ordinal 2"},
 		},
 		{
 			name:  "two peers down during a roll is degraded",
@@ -154,7 +154,7 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "paused with outdated peers",
 			scene: scene{replicas: 3, pods: "rrr", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3, paused: true},
 			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonRolloutPaused), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
-			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "ns1-0, ns1-1, ns1-2 run an outdated pod template"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "ns1-0, ns1-1, ns1-2 run an outdated pod template"},
 		},
 		{
 			name:  "draining after a scale-down",
@@ -165,7 +165,7 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "a scale-down held by a peer that would remain and does not serve",
 			scene: scene{replicas: 1, pods: "URR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2, stsReplicas: 3},
 			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonScaleDownHeld), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
-			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "ns1-0, which would remain, does not serve"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "ns1-0, which would remain, does not serve"},
 		},
 		{
 			name: "a missing optional target does not hide a roll",

@@ -7,8 +7,8 @@ import (
 )
 
 // peers builds ordinals 0..len(spec)-1 from a compact spec, one letter per
-// ordinal: S = updated and serving, s = outdated and serving, N = updated,
-// not serving, n = outdated, not serving, T = terminating, M = missing.
+// ordinal: S = updated and ready, s = outdated and ready, N = updated, not
+// ready, n = outdated, not ready, T = terminating, M = missing.
 // Every existing peer is listed unless in unlisted.
 func peers(spec string, unlisted ...int32) map[int32]Peer {
 	out := map[int32]Peer{}
@@ -17,9 +17,9 @@ func peers(spec string, unlisted ...int32) map[int32]Peer {
 		listed := !slices.Contains(unlisted, o)
 		switch c {
 		case 'S':
-			out[o] = Peer{Exists: true, Updated: true, Serving: true, Listed: listed}
+			out[o] = Peer{Exists: true, Updated: true, Ready: true, Listed: listed}
 		case 's':
-			out[o] = Peer{Exists: true, Serving: true, Listed: listed}
+			out[o] = Peer{Exists: true, Ready: true, Listed: listed}
 		case 'N':
 			out[o] = Peer{Exists: true, Updated: true, Listed: listed}
 		case 'n':
@@ -76,14 +76,14 @@ func TestDecide(t *testing.T) {
 
 // TestRollNeverEmptiesTheList replays rolls of 2 and 3 peers, with every
 // possible peer already not serving at the start: after each restart the
-// restarted peer takes a few steps to serve again. No step may leave fewer
+// restarted peer takes a few steps to be ready again. No step may leave fewer
 // peers serving than before the roll, minus one, and every roll ends.
 func TestRollNeverEmptiesTheList(t *testing.T) {
 	for _, n := range []int32{2, 3} {
 		for down := int32(-1); down < n; down++ {
 			ps := map[int32]Peer{}
 			for o := range n {
-				ps[o] = Peer{Exists: true, Listed: true, Serving: o != down}
+				ps[o] = Peer{Exists: true, Listed: true, Ready: o != down}
 			}
 			servingAtStart := n
 			if down >= 0 {
@@ -97,7 +97,7 @@ func TestRollNeverEmptiesTheList(t *testing.T) {
 				for o, left := range warming {
 					if left == 0 {
 						p := ps[o]
-						p.Exists, p.Terminating, p.Serving = true, false, true
+						p.Exists, p.Terminating, p.Ready = true, false, true
 						ps[o] = p
 						delete(warming, o)
 					} else {
@@ -109,12 +109,12 @@ func TestRollNeverEmptiesTheList(t *testing.T) {
 					break
 				}
 				if d.Restart >= 0 {
-					wasServing := ps[d.Restart].Serving
+					wasServing := ps[d.Restart].Ready
 					ps[d.Restart] = Peer{Exists: true, Updated: true, Listed: true}
 					warming[d.Restart] = 2
 					serving := int32(0)
 					for _, p := range ps {
-						if p.Serving {
+						if p.Ready {
 							serving++
 						}
 					}
