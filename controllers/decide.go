@@ -41,6 +41,10 @@ type decision struct {
 	// portsUntil is when the last of them may go, zero when none waits.
 	oldPorts   []int32
 	portsUntil time.Time
+	// destinations are where the address ConfigMaps go; targetProblems
+	// the targets that may not be written.
+	destinations   []destination
+	targetProblems []problem
 }
 
 // Two predicates, kept apart on purpose. A peer answers clients when its
@@ -130,6 +134,7 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		Now:        o.now,
 	})
 	d.addresses(c, r.Render, o)
+	d.destinations, d.targetProblems = r.destinations(c, o)
 	d.oldPorts, d.portsUntil = oldPorts(c, o, d)
 	d.roll = rollout.Decide(r.rollInput(c, o, d))
 	return d, nil

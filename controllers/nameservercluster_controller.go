@@ -130,14 +130,14 @@ func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req 
 		metrics.Forget(req.Namespace, req.Name)
 		r.retries.forget(req.NamespacedName)
 		r.Peers.Forget(req.NamespacedName)
-		return ctrl.Result{}, r.deleteTargets(ctx, req.Namespace, req.Name, nil, nil)
+		return ctrl.Result{}, r.deleteCopies(ctx, req.Namespace, req.Name, nil)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Being deleted (a foreground delete keeps it while the garbage
 		// collector works): nothing is applied any more, and the copies it
 		// published elsewhere go now.
 		r.Peers.Forget(req.NamespacedName)
-		if err := r.deleteTargets(ctx, c.Namespace, c.Name, nil, c); err != nil {
+		if err := r.deleteCopies(ctx, c.Namespace, c.Name, c); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.releaseLegacyFinalizer(ctx, c)
@@ -208,7 +208,7 @@ func (r *NameServerClusterReconciler) sweepOrphans(ctx context.Context) error {
 		err := r.Get(ctx, owner, &v1alpha1.NameServerCluster{})
 		switch {
 		case apierrors.IsNotFound(err):
-			if err := r.deleteTargets(ctx, owner.Namespace, owner.Name, nil, nil); err != nil {
+			if err := r.deleteCopies(ctx, owner.Namespace, owner.Name, nil); err != nil {
 				logf.FromContext(ctx).Error(err, "deleting orphaned address ConfigMaps", "cluster", owner)
 			}
 		case err != nil:

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -27,6 +28,12 @@ type observed struct {
 	peers map[int32]publish.Peer
 	// external are the per-peer external Services, by ordinal.
 	external map[int32]*corev1.Service
+	// addressConfigMaps are the address ConfigMaps of the cluster that
+	// exist, in any namespace, found by their labels.
+	addressConfigMaps []types.NamespacedName
+	// namespaces are the target namespaces of spec.publish.targets that
+	// exist, when the operator may read them (it manages every namespace).
+	namespaces map[string]*corev1.Namespace
 	// state is the observer's memory of this cluster, with the latest
 	// reads of its peers.
 	state *peerclient.Cluster
@@ -61,6 +68,28 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 			if svcs.Items[i].Name == render.ExternalServiceName(c, ordinal) {
 				o.external[ordinal] = &svcs.Items[i]
 			}
+		}
+	}
+
+	cms := &corev1.ConfigMapList{}
+	if err := r.List(ctx, cms, client.MatchingLabels(addressLabels(c.Namespace, c.Name))); err != nil {
+		return nil, fmt.Errorf("listing the address ConfigMaps of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range cms.Items {
+		o.addressConfigMaps = append(o.addressConfigMaps, client.ObjectKeyFromObject(&cms.Items[i]))
+	}
+	o.namespaces = map[string]*corev1.Namespace{}
+	for _, t := range c.Spec.Publish.Targets {
+		if len(r.Namespaces) > 0 || t.Namespace == c.Namespace {
+			continue
+		}
+		ns := &corev1.Namespace{}
+		found, err := r.getLive(ctx, client.ObjectKey{Name: t.Namespace}, ns)
+		if err != nil {
+			return nil, fmt.Errorf("reading namespace %s: %w", t.Namespace, err)
+		}
+		if found {
+			o.namespaces[t.Namespace] = ns
 		}
 	}
 
@@ -134,4 +163,10 @@ func statusPeer(c *v1alpha1.NameServerCluster, ordinal int32) *v1alpha1.PeerStat
 		}
 	}
 	return nil
+}
+
+// addressLabels select the address ConfigMaps of a cluster, in its own
+// namespace and in the targets.
+func addressLabels(namespace, name string) map[string]string {
+	return map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: name, render.LabelClusterNamespace: namespace}
 }

@@ -1,0 +1,293 @@
+package controllers
+
+import (
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/kvcheck"
+	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+)
+
+// A pass is one reconcile after the observation: decide, act, report. Its
+// acts are data (requests to peers, writes of children, a pod to restart,
+// status writes) carried out by an actor: the reconciler's talks to the API
+// server and the peers, the simulation's to a model of them. Everything
+// else, every decision and the order of the acts included, is this code.
+type actor interface {
+	// applyKV asks a peer to apply its declared-KV file again.
+	applyKV(c *v1alpha1.NameServerCluster, ordinal int32, p publish.Peer) (*peerstatus.KVStatus, error)
+	// openGate sends a gate request to a starting peer.
+	openGate(c *v1alpha1.NameServerCluster, ordinal int32, p publish.Peer, req peerstatus.GateRequest) (*peerstatus.Summary, error)
+	// writeStatus persists st with an optimistic lock on c as read; on
+	// success c holds it.
+	writeStatus(c *v1alpha1.NameServerCluster, st v1alpha1.NameServerClusterStatus) error
+	// write carries out one write. A write the API server refuses is an
+	// outcome; any other error ends the pass.
+	write(c *v1alpha1.NameServerCluster, d *decision, w write) (outcome, error)
+	// restart deletes the pod of an ordinal, for the StatefulSet controller
+	// to recreate it from the current template.
+	restart(c *v1alpha1.NameServerCluster, ordinal int32) error
+	// event records an event about the cluster.
+	event(c *v1alpha1.NameServerCluster, related *corev1.Pod, eventType string, reason v1alpha1.EventReason, action, note string, args ...any)
+}
+
+// writeKind is what a write touches.
+type writeKind int
+
+const (
+	writeConfig writeKind = iota
+	writeKVConfig
+	writeHeadlessService
+	writeClientService
+	writeExternalService
+	deleteExternalService
+	writeAddresses
+	deleteAddressCopy
+	writePDB
+	deletePDB
+	writeStatefulSet
+)
+
+// listKind is one of the three address ConfigMaps of a destination.
+type listKind int
+
+const (
+	clientList listKind = iota
+	brokerList
+	ipList
+)
+
+// write is one child to apply or delete.
+type write struct {
+	kind writeKind
+	// ordinal of an external Service.
+	ordinal int32
+	// dest and list of an address ConfigMap.
+	dest destination
+	list listKind
+	// copy is the address ConfigMap to delete, in another namespace.
+	copy types.NamespacedName
+}
+
+// outcome is what a write did.
+type outcome struct {
+	// problem is set when the write was refused.
+	problem *problem
+	// sts is the StatefulSet as it is after its write.
+	sts *appsv1.StatefulSet
+}
+
+// passResult is what a pass did.
+type passResult struct {
+	dec *decision
+	// old and status are the status before the pass and the one written.
+	old, status v1alpha1.NameServerClusterStatus
+	problems    []problem
+	// published tells whether every address ConfigMap holds the lists.
+	published bool
+}
+
+// pass decides and acts on one observation of a cluster. Order matters for
+// a manager stopped half-way, or a status write lost to a conflict. The
+// status must never record fewer published peers than some ConfigMap
+// holds: otherwise a scale-down right after would take those peers for
+// never-published ones and remove them without a drain. So peers joining
+// the client list are recorded before they are published, and peers leaving
+// it are published before they are recorded, which also keeps a recorded
+// drain start no earlier than the shrink it times. The StatefulSet, which
+// shrinks only once a recorded drain is over, comes after the lists.
+func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *observed, x actor) (*passResult, error) {
+	d, err := r.decide(c, o)
+	if err != nil {
+		return nil, err
+	}
+	actOnPeers(c, o, d, x)
+	recordErr := r.recordJoins(c, o, d, x)
+
+	res := &passResult{dec: d}
+	var stsAfter *appsv1.StatefulSet
+	addressProblems := len(d.targetProblems)
+	res.problems = append(res.problems, d.targetProblems...)
+	for _, w := range r.writes(c, o, d) {
+		out, err := x.write(c, d, w)
+		if err != nil {
+			return nil, err
+		}
+		if out.problem != nil {
+			res.problems = append(res.problems, *out.problem)
+			if w.kind == writeAddresses || w.kind == deleteAddressCopy {
+				addressProblems++
+			}
+		}
+		if out.sts != nil {
+			o.sts, stsAfter = out.sts, out.sts
+		}
+	}
+	res.published = addressProblems == 0
+	if recordErr != nil {
+		return nil, recordErr
+	}
+	if ordinal := d.roll.Restart; ordinal >= 0 {
+		why := "it answers no client"
+		if ready(o, ordinal) && slices.Contains(d.plan.Published, ordinal) {
+			why = "every other listed peer answers clients"
+		}
+		if err := x.restart(c, ordinal); err != nil {
+			return nil, err
+		}
+		x.event(c, peerPod(c, ordinal), corev1.EventTypeNormal, v1alpha1.EventRollingPeer, "Restart",
+			"restarting %s to bring it to the current pod template (%s); %d peers outdated", render.PodName(c, ordinal), why, len(d.roll.Outdated))
+	}
+
+	res.status = computeStatus(statusInput{
+		Cluster: c, Obs: o, Dec: d, StatefulSet: stsAfter, Problems: res.problems, Published: res.published, Now: o.now,
+	}, r.Render)
+	res.old = c.Status
+	if err := x.writeStatus(c, res.status); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// writes are the children to apply and delete, in order: the config and KV
+// ConfigMaps, the Services, the address ConfigMaps of every destination and
+// the copies no longer wanted, the PDB, and the StatefulSet last.
+func (r *NameServerClusterReconciler) writes(c *v1alpha1.NameServerCluster, o *observed, d *decision) []write {
+	ws := []write{{kind: writeConfig}, {kind: writeKVConfig}, {kind: writeHeadlessService}, {kind: writeClientService}}
+	for ordinal := range int32(maxOrdinal(c, o)) {
+		switch {
+		case c.Spec.ExternalAccess != nil && ordinal < d.plan.Replicas:
+			ws = append(ws, write{kind: writeExternalService, ordinal: ordinal})
+		case o.external[ordinal] != nil:
+			ws = append(ws, write{kind: deleteExternalService, ordinal: ordinal})
+		}
+	}
+	keep := map[types.NamespacedName]bool{}
+	for _, dest := range d.destinations {
+		for _, l := range []listKind{clientList, brokerList, ipList} {
+			ws = append(ws, write{kind: writeAddresses, dest: dest, list: l})
+			keep[types.NamespacedName{Namespace: dest.namespace, Name: dest.configMapName(l)}] = true
+		}
+	}
+	for _, cp := range o.addressConfigMaps {
+		if !keep[cp] {
+			ws = append(ws, write{kind: deleteAddressCopy, copy: cp})
+		}
+	}
+	if render.PodDisruptionBudgetEnabled(c) {
+		ws = append(ws, write{kind: writePDB})
+	} else {
+		ws = append(ws, write{kind: deletePDB})
+	}
+	return append(ws, write{kind: writeStatefulSet})
+}
+
+// actOnPeers asks peers that hold hand-made KV changes under the Owned
+// policy to apply their declared-KV file again, then asks each starting
+// peer to open its route gate once it holds the brokers the serving peers
+// hold. Both answers are recorded as the peers' latest observations. A peer
+// that does not answer is reported in its status and tried again at the
+// next reconcile; it never stops the reconcile.
+func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) {
+	for _, ordinal := range sortedKeys(d.kv) {
+		v := d.kv[ordinal]
+		if !v.Apply {
+			continue
+		}
+		kv, err := x.applyKV(c, ordinal, o.peers[ordinal])
+		if err != nil {
+			continue
+		}
+		x.event(c, peerPod(c, ordinal), corev1.EventTypeWarning, v1alpha1.EventKVConfigCorrected, "ApplyKV",
+			"%s held KV values that differ from spec.kvConfig (%s); set back under kvConfigPolicy Owned", render.PodName(c, ordinal), strings.Join(v.Drift, ", "))
+		obs := o.state.Peers[ordinal]
+		if obs.Summary != nil {
+			s := *obs.Summary
+			s.KV = kv
+			obs.Summary = &s
+			o.state.Peers[ordinal] = obs
+		}
+		d.kv[ordinal] = kvcheck.Check(d.kvDigest, string(render.KVConfigPolicy(c)), map[int32]kvcheck.Peer{ordinal: {Readable: true, KV: kv}})[ordinal]
+	}
+
+	gates := d.gateRequests(o)
+	for _, ordinal := range sortedKeys(gates) {
+		p, ok := o.peers[ordinal]
+		if !ok || p.Terminating {
+			continue
+		}
+		s, err := x.openGate(c, ordinal, p, gates[ordinal])
+		if err != nil {
+			continue
+		}
+		obs := o.state.Peers[ordinal]
+		if s.Gate.Open && (obs.Summary == nil || !obs.Summary.Gate.Open) {
+			x.event(c, peerPod(c, ordinal), corev1.EventTypeNormal, v1alpha1.EventRouteGateOpened, "OpenGate",
+				"%s holds the %d brokers of the serving peers; it answers clients now", render.PodName(c, ordinal), len(gates[ordinal].Expect))
+		}
+		obs.Summary = s
+		o.state.Peers[ordinal] = obs
+	}
+}
+
+// recordJoins writes the status with the peers that join the client list
+// before any ConfigMap names them. When that write fails they are not
+// published in this pass; the rest of the cluster is still brought to spec.
+func (r *NameServerClusterReconciler) recordJoins(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) error {
+	before := publishedOrdinals(c)
+	joins := slices.ContainsFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
+	if !joins {
+		return nil
+	}
+	growing := c.Status.DeepCopy()
+	growing.Peers = peerStatuses(c, r.Render, o, d)
+	for i := range growing.Peers {
+		// Leaving peers are recorded only after they are unpublished.
+		if slices.Contains(before, growing.Peers[i].Ordinal) && !growing.Peers[i].Published {
+			growing.Peers[i].Published = true
+			if p := statusPeer(c, growing.Peers[i].Ordinal); p != nil {
+				growing.Peers[i].Address = p.Address
+			}
+		}
+	}
+	if len(c.Status.Peers) == 0 {
+		// Upgraded from a status without per-peer entries: keep what it
+		// published under their stable names.
+		for i := range growing.Peers {
+			if slices.Contains(before, growing.Peers[i].Ordinal) {
+				growing.Peers[i].Published = true
+			}
+		}
+	}
+	var addrs []string
+	for _, p := range growing.Peers {
+		if p.Published {
+			addrs = append(addrs, p.Address)
+		}
+	}
+	growing.PublishedReplicas = int32(len(addrs))
+	growing.Addresses = addrs
+	growing.NamesrvAddr = strings.Join(addrs, ";")
+	if err := x.writeStatus(c, *growing); err != nil {
+		d.plan.Published = slices.DeleteFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
+		d.addresses(c, r.Render, o)
+		return err
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	out := make([]int32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
