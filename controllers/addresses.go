@@ -29,18 +29,13 @@ func (d destination) configMapName(l listKind) string {
 	return d.name
 }
 
-// addressConfigMap is one address ConfigMap of a destination, with its data.
-func addressConfigMap(c *v1alpha1.NameServerCluster, o render.Options, d destination, l listKind, lists render.Lists) child {
-	var data map[string]string
-	switch l {
-	case clientList:
-		data = render.ClientAddressData(c, o, lists)
-	case brokerList:
-		data = render.BrokerAddressData(c, o, lists)
-	default:
-		data = render.IPsData(lists)
+// listData renders the data of the three address ConfigMaps, by listKind.
+func listData(c *v1alpha1.NameServerCluster, o render.Options, lists render.Lists) [3]map[string]string {
+	return [3]map[string]string{
+		clientList: render.ClientAddressData(c, o, lists),
+		brokerList: render.BrokerAddressData(c, o, lists),
+		ipList:     render.IPsData(lists),
 	}
-	return configMapChild(render.AddressConfigMap(c, d.namespace, d.configMapName(l), data))
 }
 
 // destinations are where the lists go: the cluster's own namespace and each
@@ -52,7 +47,7 @@ func (r *NameServerClusterReconciler) destinations(c *v1alpha1.NameServerCluster
 		d := destination{t.Namespace, render.TargetName(c, t)}
 		if why := r.refuseTarget(c, o, t); why != "" {
 			related := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.namespace, Name: d.name}}
-			problems = append(problems, problem{Reason: v1alpha1.RefusalTarget, Message: "spec.publish.targets: " + why, Related: related})
+			problems = append(problems, problem{Reason: v1alpha1.RefusalTarget, Message: "spec.publish.targets: " + why, Related: related, Addresses: true})
 			continue
 		}
 		dests = append(dests, d)

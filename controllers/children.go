@@ -32,6 +32,10 @@ type problem struct {
 	// Related is the object the problem is about, named in its event.
 	Related client.Object
 	Retry   bool
+	// Addresses is set for a problem with the address lists: a target
+	// that may not be written, or an address ConfigMap a write of which
+	// was refused.
+	Addresses bool
 }
 
 // child is one rendered object with what applyChild needs to report on it.

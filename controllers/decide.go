@@ -32,6 +32,8 @@ type decision struct {
 	plan       publish.Plan
 	roll       rollout.Decision
 	lists      render.Lists
+	// listData are the data of the address ConfigMaps, by listKind.
+	listData [3]map[string]string
 	// published are the client list's addresses by ordinal.
 	published map[int32]string
 	// external are the known external addresses by ordinal.
@@ -147,6 +149,7 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 // there; the second, a drain period after the lists last changed (the time
 // their readers take to follow), restarts the peers without the old ports.
 // A port stays while a published entry or a pod's main port uses it.
+
 func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32, time.Time) {
 	want := c.Spec.Ports.Remoting
 	set := map[int32]bool{}
@@ -237,6 +240,7 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 		}
 	}
 	d.lists.IPs = publish.ReadyIPs(o.peers, d.plan.Published)
+	d.listData = listData(c, opts, d.lists)
 }
 
 // rollInput is what the roll planner sees. The pods' revisions are only

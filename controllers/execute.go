@@ -85,7 +85,7 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.ExternalServiceName(c, w.ordinal)}}
 		return outcome{}, r.deleteChild(ctx, c, "Service", svc, "its peer no longer runs or spec.externalAccess is unset")
 	case writeAddresses:
-		ch = addressConfigMap(c, r.Render, w.dest, w.list, d.lists)
+		ch = configMapChild(render.AddressConfigMap(c, w.dest.namespace, w.dest.configMapName(w.list), d.listData[w.list]))
 	case deleteAddressCopy:
 		return outcome{}, r.deleteAddressConfigMap(ctx, c, w.copy)
 	case writePDB:
@@ -105,8 +105,11 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 		return outcome{}, err
 	}
 	if p != nil {
-		if w.kind == writeAddresses && w.dest.namespace != c.Namespace && p.Reason != v1alpha1.RefusalNotOwned {
-			p.Reason = v1alpha1.RefusalTarget
+		if w.kind == writeAddresses {
+			p.Addresses = true
+			if w.dest.namespace != c.Namespace && p.Reason != v1alpha1.RefusalNotOwned {
+				p.Reason = v1alpha1.RefusalTarget
+			}
 		}
 		return outcome{problem: p}, nil
 	}

@@ -113,7 +113,7 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 
 	res := &passResult{dec: d}
 	var stsAfter *appsv1.StatefulSet
-	addressProblems := len(d.targetProblems)
+	var refused [3]bool
 	res.problems = append(res.problems, d.targetProblems...)
 	for _, w := range r.writes(c, o, d) {
 		out, err := x.write(c, d, w)
@@ -122,15 +122,15 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 		}
 		if out.problem != nil {
 			res.problems = append(res.problems, *out.problem)
-			if w.kind == writeAddresses || w.kind == deleteAddressCopy {
-				addressProblems++
+			if w.kind == writeAddresses {
+				refused[w.list] = true
 			}
 		}
 		if out.sts != nil {
 			o.sts, stsAfter = out.sts, out.sts
 		}
 	}
-	res.published = addressProblems == 0
+	res.published = !slices.ContainsFunc(res.problems, func(p problem) bool { return p.Addresses })
 	if recordErr != nil {
 		return nil, recordErr
 	}
@@ -147,7 +147,7 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 	}
 
 	res.status = computeStatus(statusInput{
-		Cluster: c, Obs: o, Dec: d, StatefulSet: stsAfter, Problems: res.problems, Published: res.published, Now: o.now,
+		Cluster: c, Obs: o, Dec: d, StatefulSet: stsAfter, Problems: res.problems, Refused: refused, Now: o.now,
 	}, r.Render)
 	res.old = c.Status
 	if err := x.writeStatus(c, res.status); err != nil {
@@ -247,34 +247,14 @@ func (r *NameServerClusterReconciler) recordJoins(c *v1alpha1.NameServerCluster,
 		return nil
 	}
 	growing := c.Status.DeepCopy()
-	growing.Peers = peerStatuses(c, r.Render, o, d)
-	for i := range growing.Peers {
-		// Leaving peers are recorded only after they are unpublished.
-		if slices.Contains(before, growing.Peers[i].Ordinal) && !growing.Peers[i].Published {
-			growing.Peers[i].Published = true
-			if p := statusPeer(c, growing.Peers[i].Ordinal); p != nil {
-				growing.Peers[i].Address = p.Address
-			}
-		}
-	}
-	if len(c.Status.Peers) == 0 {
-		// Upgraded from a status without per-peer entries: keep what it
-		// published under their stable names.
-		for i := range growing.Peers {
-			if slices.Contains(before, growing.Peers[i].Ordinal) {
-				growing.Peers[i].Published = true
-			}
-		}
-	}
-	var addrs []string
+	// Leaving peers are recorded only after they are unpublished.
+	growing.Peers = keepPublished(c, peerStatuses(c, r.Render, o, d))
+	growing.PublishedReplicas = 0
 	for _, p := range growing.Peers {
 		if p.Published {
-			addrs = append(addrs, p.Address)
+			growing.PublishedReplicas++
 		}
 	}
-	growing.PublishedReplicas = int32(len(addrs))
-	growing.Addresses = addrs
-	growing.NamesrvAddr = strings.Join(addrs, ";")
 	if err := x.writeStatus(c, *growing); err != nil {
 		d.plan.Published = slices.DeleteFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
 		d.addresses(c, r.Render, o)

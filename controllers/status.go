@@ -35,9 +35,10 @@ type statusInput struct {
 	// StatefulSet after this reconcile's apply, nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
 	Problems    []problem
-	// Published tells whether every address ConfigMap holds the lists.
-	Published bool
-	Now       time.Time
+	// Refused tells, by listKind, whether the API server refused to write
+	// the list into some address ConfigMap: it may hold the old list.
+	Refused [3]bool
+	Now     time.Time
 }
 
 // peerStatuses describes every peer that runs, is published or is wanted.
@@ -117,19 +118,42 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 	c, o, d := in.Cluster, in.Obs, in.Dec
 	st := v1alpha1.NameServerClusterStatus{
 		ObservedGeneration: c.Generation,
-		PublishedReplicas:  int32(len(d.plan.Published)),
-		Addresses:          d.lists.Clients,
-		NamesrvAddr:        strings.Join(d.lists.Clients, ";"),
-		BrokerNamesrvAddr:  strings.Join(d.lists.Brokers, ";"),
+		Addresses:          c.Status.Addresses,
+		NamesrvAddr:        c.Status.NamesrvAddr,
+		BrokerNamesrvAddr:  c.Status.BrokerNamesrvAddr,
 		Peers:              peerStatuses(c, opts, o, d),
 		Selector:           labels.SelectorFromSet(render.SelectorLabels(c)).String(),
 		LastPublishTime:    c.Status.LastPublishTime,
+		DrainStartTime:     c.Status.DrainStartTime,
 		Conditions:         slices.Clone(c.Status.Conditions),
 	}
-	if d.plan.DrainStart != nil {
-		st.DrainStartTime = ptr.To(metav1.NewTime(*d.plan.DrainStart))
+	// A list is recorded once every ConfigMap that holds it was written. A
+	// peer leaves the client list, and its drain starts, only once every
+	// list that named it (client and IP lists, in every destination) was
+	// written without it; until then it stays recorded as published, so
+	// nothing shrinks under a list that still names it.
+	if !in.Refused[clientList] {
+		st.Addresses = d.lists.Clients
+		st.NamesrvAddr = strings.Join(d.lists.Clients, ";")
 	}
-	if in.Published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
+	if !in.Refused[brokerList] {
+		st.BrokerNamesrvAddr = strings.Join(d.lists.Brokers, ";")
+	}
+	if in.Refused[clientList] || in.Refused[ipList] {
+		st.Peers = keepPublished(c, st.Peers)
+	} else {
+		st.DrainStartTime = nil
+		if d.plan.DrainStart != nil {
+			st.DrainStartTime = ptr.To(metav1.NewTime(*d.plan.DrainStart))
+		}
+	}
+	for _, p := range st.Peers {
+		if p.Published {
+			st.PublishedReplicas++
+		}
+	}
+	published := !slices.ContainsFunc(in.Problems, func(p problem) bool { return p.Addresses })
+	if published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
 		st.LastPublishTime = ptr.To(metav1.NewTime(in.Now))
 	}
 	for _, p := range o.peers {
@@ -197,10 +221,10 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "every peer of the client list is ready, or the one being rolled")
 	}
 
-	targetProblems := problemMessage(filterProblems(in.Problems, v1alpha1.RefusalTarget, v1alpha1.RefusalNotOwned))
+	addressProblems := slices.DeleteFunc(slices.Clone(in.Problems), func(p problem) bool { return !p.Addresses })
 	switch {
-	case targetProblems != "":
-		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, firstReason(in.Problems, v1alpha1.RefusalTarget, v1alpha1.RefusalNotOwned), targetProblems)
+	case len(addressProblems) > 0:
+		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, addressProblems[0].Reason, problemMessage(addressProblems))
 	case len(d.plan.Waiting) > 0:
 		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, v1alpha1.ReasonWaitingForPeers,
 			fmt.Sprintf("%d of %d peers in the client list; %s", len(d.plan.Published), desired(c), waitingFor(c, st.Peers, d.plan.Waiting)))
@@ -215,6 +239,28 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 	routesCondition(c, o, d, set)
 	kvCondition(c, st.Peers, d, set)
 	return st
+}
+
+// keepPublished marks every peer the status recorded as published as
+// published still, at the address it was published under: a list that
+// named them may not have been written.
+func keepPublished(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus) []v1alpha1.PeerStatus {
+	for _, ordinal := range publishedOrdinals(c) {
+		i := slices.IndexFunc(peers, func(p v1alpha1.PeerStatus) bool { return p.Ordinal == ordinal })
+		if i < 0 {
+			peers = append(peers, v1alpha1.PeerStatus{Ordinal: ordinal, Name: render.PodName(c, ordinal)})
+			i = len(peers) - 1
+		}
+		if peers[i].Published {
+			continue
+		}
+		peers[i].Published = true
+		if prev := statusPeer(c, ordinal); prev != nil {
+			peers[i].Address = prev.Address
+		}
+	}
+	slices.SortFunc(peers, func(a, b v1alpha1.PeerStatus) int { return int(a.Ordinal - b.Ordinal) })
+	return peers
 }
 
 // progress says what is moving, or what holds the cluster still.
@@ -342,23 +388,6 @@ func describeOrdinals(c *v1alpha1.NameServerCluster, ordinals []int32) string {
 		names = append(names, render.PodName(c, o))
 	}
 	return strings.Join(names, ", ")
-}
-
-func filterProblems(ps []problem, reasons ...v1alpha1.ConditionReason) []problem {
-	var out []problem
-	for _, p := range ps {
-		if slices.Contains(reasons, p.Reason) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func firstReason(ps []problem, reasons ...v1alpha1.ConditionReason) v1alpha1.ConditionReason {
-	if f := filterProblems(ps, reasons...); len(f) > 0 {
-		return f[0].Reason
-	}
-	return ""
 }
 
 func problemMessage(ps []problem) string {

@@ -93,14 +93,14 @@ func (s scene) run(t *testing.T) v1alpha1.NameServerClusterStatus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return computeStatus(statusInput{Cluster: c, Obs: o, Dec: d, StatefulSet: o.sts, Problems: s.problems, Published: true, Now: statusNow}, r.Render)
+	return computeStatus(statusInput{Cluster: c, Obs: o, Dec: d, StatefulSet: o.sts, Problems: s.problems, Now: statusNow}, r.Render)
 }
 
 func TestComputeStatusConditions(t *testing.T) {
 	old := statusNow.Add(-time.Hour)
 	b1, b2 := testBroker("10.1.0.1:10911", old), testBroker("10.1.0.2:10911", old)
 	both := []peerstatus.Broker{b1, b2}
-	refusedTarget := problem{Reason: v1alpha1.RefusalTarget, Message: `spec.publish.targets: namespace "later" does not exist`}
+	refusedTarget := problem{Reason: v1alpha1.RefusalTarget, Message: `spec.publish.targets: namespace "later" does not exist`, Addresses: true}
 	type conds map[v1alpha1.ConditionType]string // type -> condTrue(reason) etc. (message checked separately)
 	tests := []struct {
 		name  string

@@ -1,0 +1,66 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
+	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/controllers/routecheck"
+)
+
+// shrinkingCluster is a 3 -> 2 scale-down: three ready peers at the current
+// revision, all published, the StatefulSet at 3.
+func shrinkingCluster() (*v1alpha1.NameServerCluster, *observed) {
+	c := &v1alpha1.NameServerCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 4},
+		Spec: v1alpha1.NameServerClusterSpec{Replicas: ptr.To[int32](2), Ports: v1alpha1.Ports{Remoting: 9876, HTTP: 8080},
+			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](60)}},
+	}
+	for ord := range int32(3) {
+		c.Status.Peers = append(c.Status.Peers, v1alpha1.PeerStatus{Ordinal: ord, Name: fmt.Sprintf("ns1-%d", ord), Published: true,
+			Address: fmt.Sprintf("ns1-%d.ns1-headless.mq.svc.cluster.local:9876", ord)})
+	}
+	o := &observed{now: statusNow, round: 30 * time.Second, peers: map[int32]publish.Peer{}, state: &peerclient.Cluster{Peers: map[int32]routecheck.Observation{}}}
+	for i := range 3 {
+		o.peers[int32(i)] = publish.Peer{Ready: true, IP: fmt.Sprintf("10.0.0.%d", i+1), Revision: "new", RemotingPort: 9876, HTTPPort: 8080}
+	}
+	o.sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdateRevision: "new"}}
+	return c, o
+}
+
+// The client ConfigMap write is refused (webhook, RBAC, terminating
+// namespace) during a 3 -> 2 scale-down. The ConfigMap still lists ordinal
+// 2: status keeps it published, starts no drain, and AddressesPublished is
+// not True.
+func TestARefusedListWriteLeavesThePeerPublished(t *testing.T) {
+	c, o := shrinkingCluster()
+	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}}
+	d, err := r.decide(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := problem{Reason: v1alpha1.RefusalAPIServer, Message: "the API server refused ConfigMap mq/ns1-namesrv-addr: admission webhook denied (retrying with back-off)",
+		Related: &corev1.ConfigMap{}, Retry: true, Addresses: true}
+	st := computeStatus(statusInput{Cluster: c, Obs: o, Dec: d, StatefulSet: o.sts, Problems: []problem{refused},
+		Refused: [3]bool{clientList: true}, Now: statusNow}, r.Render)
+	if i := slices.IndexFunc(st.Peers, func(p v1alpha1.PeerStatus) bool { return p.Ordinal == 2 }); i < 0 || !st.Peers[i].Published {
+		t.Errorf("status records ordinal 2 as unpublished although the ConfigMap write was refused: peers %+v", st.Peers)
+	}
+	if st.DrainStartTime != nil {
+		t.Errorf("drain started at %v for a list that was never written", st.DrainStartTime)
+	}
+	if cnd := v1alpha1.FindCondition(st.Conditions, v1alpha1.ConditionAddressesPublished); cnd == nil || cnd.Status == metav1.ConditionTrue {
+		t.Errorf("AddressesPublished = %+v although the client ConfigMap write was refused", cnd)
+	}
+}
