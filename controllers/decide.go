@@ -32,8 +32,10 @@ type decision struct {
 	plan       publish.Plan
 	roll       rollout.Decision
 	lists      render.Lists
-	// listData are the data of the address ConfigMaps, by listKind.
-	listData [3]map[string]string
+	// listData are the data of the address ConfigMaps, by listKind, and
+	// listDigest their digests.
+	listData   [3]map[string]string
+	listDigest [3]string
 	// published are the client list's addresses by ordinal.
 	published map[int32]string
 	// external are the known external addresses by ordinal.
@@ -149,7 +151,10 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 // there; the second, a drain period after the lists last changed (the time
 // their readers take to follow), restarts the peers without the old ports.
 // A port stays while a published entry or a pod's main port uses it.
-
+//
+// The drain is timed from status.lists: when every address ConfigMap last
+// came to hold a changed list. Lists about to change, or whose change some
+// ConfigMap refused, change now as far as the drain is concerned.
 func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32, time.Time) {
 	want := c.Spec.Ports.Remoting
 	set := map[int32]bool{}
@@ -166,11 +171,7 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 	var until time.Time
 	if o.sts != nil && len(o.sts.Spec.Template.Spec.Containers) > 0 {
 		drain := time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second
-		last := o.now
-		if c.Status.LastPublishTime != nil && slices.Equal(d.lists.Clients, c.Status.Addresses) {
-			last = c.Status.LastPublishTime.Time
-		}
-		if until = last.Add(drain); o.now.Before(until) {
+		if until = listsChanged(c, d, o.now).Add(drain); o.now.Before(until) {
 			for _, p := range render.ExtraPortsOf(o.sts.Spec.Template.Spec.Containers[0].Args) {
 				if p != want {
 					set[p] = true
@@ -187,6 +188,32 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 		until = time.Time{}
 	}
 	return out, until
+}
+
+// listsChanged is when the lists last changed in every ConfigMap that holds
+// them: now when some list is about to change, was refused, or has no
+// record.
+func listsChanged(c *v1alpha1.NameServerCluster, d *decision, now time.Time) time.Time {
+	var last time.Time
+	rec := c.Status.Lists
+	if rec == nil {
+		return now
+	}
+	for l, r := range []v1alpha1.PublishedListStatus{rec.Clients, rec.Brokers, rec.IPs} {
+		if r.ChangedTime == nil || r.Digest != d.listDigest[l] {
+			return now
+		}
+		last = latest(last, r.ChangedTime.Time)
+	}
+	return last
+}
+
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // portOf is the port of a host:port address, 0 when it has none.
@@ -241,6 +268,9 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 	}
 	d.lists.IPs = publish.ReadyIPs(o.peers, d.plan.Published)
 	d.listData = listData(c, opts, d.lists)
+	for l, data := range d.listData {
+		d.listDigest[l] = render.DataDigest(data)
+	}
 }
 
 // rollInput is what the roll planner sees. The pods' revisions are only

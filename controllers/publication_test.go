@@ -64,3 +64,40 @@ func TestARefusedListWriteLeavesThePeerPublished(t *testing.T) {
 		t.Errorf("AddressesPublished = %+v although the client ConfigMap write was refused", cnd)
 	}
 }
+
+// Port move 9876 -> 9877, every peer already on 9877, and the lists moved
+// ten seconds ago. One publish target is refused (its namespace has not
+// opted in), so status.lastPublishTime, the last fully successful publish,
+// is an hour old. The old port stays for a drain after the lists moved.
+func TestTheOldPortDrainCountsFromTheLastListChange(t *testing.T) {
+	c := &v1alpha1.NameServerCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 5},
+		Spec: v1alpha1.NameServerClusterSpec{Replicas: ptr.To[int32](2), Ports: v1alpha1.Ports{Remoting: 9877, HTTP: 8080},
+			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](240)}},
+	}
+	o := &observed{now: statusNow, peers: map[int32]publish.Peer{
+		0: {Ready: true, RemotingPort: 9877, HTTPPort: 8080}, 1: {Ready: true, RemotingPort: 9877, HTTPPort: 8080}}}
+	o.sts = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Args: []string{"--listen-port=9877", "--extra-listen-ports=9876"}}}}}}}
+	d := &decision{lists: render.Lists{Clients: []string{"ns1-0.ns1-headless.mq.svc.cluster.local:9877", "ns1-1.ns1-headless.mq.svc.cluster.local:9877"}}}
+	d.listData = listData(c, render.Options{ClusterDomain: "cluster.local"}, d.lists)
+	for l, data := range d.listData {
+		d.listDigest[l] = render.DataDigest(data)
+	}
+	moved := ptr.To(metav1.NewTime(statusNow.Add(-10 * time.Second)))
+	c.Status.Lists = &v1alpha1.PublishedListsStatus{
+		Clients: v1alpha1.PublishedListStatus{Digest: d.listDigest[clientList], ChangedTime: moved},
+		Brokers: v1alpha1.PublishedListStatus{Digest: d.listDigest[brokerList], ChangedTime: moved},
+		IPs:     v1alpha1.PublishedListStatus{Digest: d.listDigest[ipList], ChangedTime: moved},
+	}
+	c.Status.LastPublishTime = ptr.To(metav1.NewTime(statusNow.Add(-time.Hour)))
+	ports, until := oldPorts(c, o, d)
+	if !slices.Contains(ports, 9876) || !until.Equal(moved.Add(240*time.Second)) {
+		t.Errorf("old ports %v until %v; want 9876 kept until 240 s after the lists moved (%v)", ports, until, moved.Add(240*time.Second))
+	}
+
+	o.now = moved.Add(240 * time.Second)
+	if ports, _ := oldPorts(c, o, d); len(ports) > 0 {
+		t.Errorf("old ports %v kept after the drain", ports)
+	}
+}

@@ -152,6 +152,7 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 			st.PublishedReplicas++
 		}
 	}
+	st.Lists = recordLists(c.Status.Lists, d.listDigest, in.Refused, in.Now)
 	published := !slices.ContainsFunc(in.Problems, func(p problem) bool { return p.Addresses })
 	if published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
 		st.LastPublishTime = ptr.To(metav1.NewTime(in.Now))
@@ -261,6 +262,22 @@ func keepPublished(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus) [
 	}
 	slices.SortFunc(peers, func(a, b v1alpha1.PeerStatus) int { return int(a.Ordinal - b.Ordinal) })
 	return peers
+}
+
+// recordLists updates the record of the lists: a list every ConfigMap of
+// which was written with new data changes now.
+func recordLists(rec *v1alpha1.PublishedListsStatus, digests [3]string, refused [3]bool, now time.Time) *v1alpha1.PublishedListsStatus {
+	out := &v1alpha1.PublishedListsStatus{}
+	if rec != nil {
+		out = rec.DeepCopy()
+	}
+	for l, r := range []*v1alpha1.PublishedListStatus{&out.Clients, &out.Brokers, &out.IPs} {
+		if refused[l] || (r.Digest == digests[l] && r.ChangedTime != nil) {
+			continue
+		}
+		r.Digest, r.ChangedTime = digests[l], ptr.To(metav1.NewTime(now))
+	}
+	return out
 }
 
 // progress says what is moving, or what holds the cluster still.

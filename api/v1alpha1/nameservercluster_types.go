@@ -652,6 +652,16 @@ type NameServerClusterStatus struct {
 	// +optional
 	LastPublishTime *metav1.Time `json:"lastPublishTime,omitempty"`
 
+	// Lists records, for each of the three address lists, what every
+	// address ConfigMap that holds it (the cluster's own and the accepted
+	// targets') was last confirmed to hold, and since when. A write the API
+	// server refused leaves the record as it was: the old content may still
+	// be there. A remoting or HTTP port the lists no longer name is kept
+	// open for spec.publish.drainSeconds after the last change recorded
+	// here, so that the lists' readers have followed.
+	// +optional
+	Lists *PublishedListsStatus `json:"lists,omitempty"`
+
 	// Addresses are the client list's host:port entries, by ordinal. The
 	// list may have gaps: a new peer joins it as soon as it is ready and
 	// route-complete, whatever the ordinals below it do.
@@ -756,6 +766,30 @@ type PeerStatus struct {
 	// Message says what the peer waits for, or why it cannot be checked.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// PublishedListsStatus is the record of the three address lists.
+type PublishedListsStatus struct {
+	// Clients is the client list's ConfigMap (<configMapName>).
+	// +optional
+	Clients PublishedListStatus `json:"clients,omitempty"`
+	// Brokers is the broker list's ConfigMap (<configMapName>-brokers).
+	// +optional
+	Brokers PublishedListStatus `json:"brokers,omitempty"`
+	// IPs is the IP list's ConfigMap (<configMapName>-ips).
+	// +optional
+	IPs PublishedListStatus `json:"ips,omitempty"`
+}
+
+// PublishedListStatus is what every ConfigMap of one list holds.
+type PublishedListStatus struct {
+	// Digest identifies the data every ConfigMap of the list holds.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// ChangedTime is when every ConfigMap of the list came to hold it.
+	// +optional
+	ChangedTime *metav1.Time `json:"changedTime,omitempty"`
 }
 
 // KVConfigStatus remembers what spec.kvConfig declared, so that an entry

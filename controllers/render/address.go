@@ -1,7 +1,11 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -90,4 +94,13 @@ func AddressConfigMap(c *v1alpha1.NameServerCluster, namespace, name string, dat
 		cm.WithOwnerReferences(ownerReference(c))
 	}
 	return cm
+}
+
+// DataDigest identifies a ConfigMap's data: equal data, equal digest.
+func DataDigest(data map[string]string) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(data[k]), data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
