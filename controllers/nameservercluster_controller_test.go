@@ -779,7 +779,7 @@ var _ = Describe("NameServerCluster validation", func() {
 			}
 		}, "spec.kvConfig: Too many: 257: must have at most 256 items"),
 		Entry("an unknown KV policy", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.KVConfigPolicy = "Merge" },
-			`spec.kvConfigPolicy: Unsupported value: "Merge": supported values: "Owned", "Additive"`),
+			`spec.kvConfigPolicy: Unsupported value: "Merge": supported values: "Owned", "Exclusive", "Additive"`),
 		Entry("GOMEMLIMIT in env", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "1GiB"}}
 		}, "env cannot set GOMEMLIMIT: the operator sets it from the container's memory limit"),

@@ -189,10 +189,10 @@ func (r *NameServerClusterReconciler) writes(c *v1alpha1.NameServerCluster, o *o
 	return append(ws, write{kind: writeStatefulSet})
 }
 
-// actOnPeers asks peers that hold hand-made KV changes under the Owned
-// policy to apply their declared-KV file again, then asks each starting
-// peer to open its route gate once it holds the brokers the serving peers
-// hold. Both answers are recorded as the peers' latest observations. A peer
+// actOnPeers asks peers that do not hold spec.kvConfig as the policy asks
+// (a value or a key changed by hand) to apply their declared-KV file again,
+// then asks each starting peer to open its route gate once it holds the
+// brokers the serving peers hold. Both answers are recorded as the peers' latest observations. A peer
 // that does not answer is reported in its status and tried again at the
 // next reconcile; it never stops the reconcile.
 func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) {
@@ -206,7 +206,7 @@ func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor
 			continue
 		}
 		x.event(c, peerPod(c, ordinal), corev1.EventTypeWarning, v1alpha1.EventKVConfigCorrected, "ApplyKV",
-			"%s held KV values that differ from spec.kvConfig (%s); set back under kvConfigPolicy Owned", render.PodName(c, ordinal), strings.Join(v.Drift, ", "))
+			"%s did not hold spec.kvConfig as kvConfigPolicy %s asks (%s); it applied the declaration again", render.PodName(c, ordinal), render.KVConfigPolicy(c), strings.Join(v.Drift, ", "))
 		obs := o.state.Peers[ordinal]
 		if obs.Summary != nil {
 			s := *obs.Summary

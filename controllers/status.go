@@ -170,7 +170,15 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 			st.UpdatedReplicas++
 		}
 	}
+	// A removed key is forgotten once every peer deleted it: every desired
+	// peer must run, for one whose pod is gone may come back with its
+	// storage and the key.
 	everySatisfied := len(o.peers) > 0
+	for ordinal := range desired(c) {
+		if _, ok := o.peers[ordinal]; !ok {
+			everySatisfied = false
+		}
+	}
 	for ordinal := range o.peers {
 		if v := d.kv[ordinal]; !v.Known || !v.Satisfied {
 			everySatisfied = false

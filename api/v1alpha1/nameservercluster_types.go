@@ -258,18 +258,25 @@ type NameServerClusterSpec struct {
 	// +optional
 	KVConfig []KVConfigEntry `json:"kvConfig,omitempty"`
 
-	// KVConfigPolicy says what the operator does with KV entries it does not
-	// declare and with values changed by hand:
+	// KVConfigPolicy says what the operator does with values changed by
+	// hand and with KV entries it does not declare:
 	//
-	//   - Owned (the default): the namespaces named in kvConfig belong to the
-	//     spec. A declared key changed by hand (mqadmin updateKvConfig) is set
-	//     back, and keys in those namespaces that the spec does not declare
-	//     are deleted, on every peer. Other namespaces are left alone.
-	//   - Additive: declared keys are written where they are missing; a key
-	//     that holds another value is reported (KVConfigInSync=False), not
-	//     overwritten; nothing undeclared is deleted.
+	//   - Owned (the default): a declared key changed or deleted by hand
+	//     (mqadmin updateKvConfig, deleteKvConfig) is set back on every
+	//     peer. Keys the spec never declared are left alone, in the declared
+	//     namespaces too: an updateOrderConf entry made by hand beside the
+	//     declared ones stays.
+	//   - Exclusive: as Owned, and the namespaces named in kvConfig belong
+	//     to the spec: every key in them that the spec does not declare is
+	//     deleted, on every peer. Choose it only when nothing else writes
+	//     into those namespaces.
+	//   - Additive: declared keys are written where they are missing (a
+	//     declared key deleted by hand is written again); a key that holds
+	//     another value is reported (KVConfigInSync=False), not overwritten;
+	//     nothing undeclared is deleted.
 	//
-	// Under both, an entry removed from kvConfig is deleted from every peer,
+	// Under every policy, an entry removed from kvConfig is deleted from
+	// every peer (status.kvConfig.removed keeps it until they all have),
 	// and keys outside the declared namespaces keep working exactly as with
 	// the Java NameServer.
 	// +kubebuilder:default=Owned
@@ -475,14 +482,15 @@ type KVConfigEntry struct {
 	Value string `json:"value"`
 }
 
-// KVConfigPolicy is Owned or Additive; see spec.kvConfigPolicy.
-// +kubebuilder:validation:Enum=Owned;Additive
+// KVConfigPolicy is Owned, Exclusive or Additive; see spec.kvConfigPolicy.
+// +kubebuilder:validation:Enum=Owned;Exclusive;Additive
 type KVConfigPolicy string
 
 // The KV config policies.
 const (
-	KVConfigOwned    KVConfigPolicy = "Owned"
-	KVConfigAdditive KVConfigPolicy = "Additive"
+	KVConfigOwned     KVConfigPolicy = "Owned"
+	KVConfigExclusive KVConfigPolicy = "Exclusive"
+	KVConfigAdditive  KVConfigPolicy = "Additive"
 )
 
 // ExternalAccessType is the type of the per-peer Services.
