@@ -45,6 +45,9 @@ type decision struct {
 	// portsUntil is when the last of them may go, zero when none waits.
 	oldPorts   []int32
 	portsUntil time.Time
+	// noJoins keeps every peer not listed yet out of the plan: their joins
+	// could not be recorded.
+	noJoins bool
 	// destinations are where the address ConfigMaps go; targetProblems
 	// the targets that may not be written.
 	destinations   []destination
@@ -64,6 +67,14 @@ type decision struct {
 func ready(o *observed, ordinal int32) bool {
 	p, ok := o.peers[ordinal]
 	return ok && p.Ready && !p.Terminating
+}
+
+// mayAnswer tells whether a peer may answer clients: its pod is ready, or
+// this reconcile just opened its gate and its readiness has yet to follow.
+// It guards what would take the peer away; only ready peers are counted on.
+func mayAnswer(o *observed, ordinal int32) bool {
+	p, ok := o.peers[ordinal]
+	return ok && !p.Terminating && (p.Ready || o.opened[ordinal])
 }
 
 // joinable tells whether a peer may join the client list: its pod is ready
@@ -87,6 +98,17 @@ func (d *decision) joinable(o *observed, ordinal int32) bool {
 
 // decide runs the checks and planners on what was observed.
 func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *observed) (*decision, error) {
+	d, err := r.check(c, o)
+	if err != nil {
+		return nil, err
+	}
+	r.plan(c, o, d)
+	return d, nil
+}
+
+// check compares the peers: their routes and their KV config. What the
+// peers are asked to do follows from it, and the plan from their answers.
+func (r *NameServerClusterReconciler) check(c *v1alpha1.NameServerCluster, o *observed) (*decision, error) {
 	d := &decision{}
 	before := publishedOrdinals(c)
 	for _, ordinal := range before {
@@ -118,7 +140,13 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		kvPeers[ordinal] = kp
 	}
 	d.kv = kvcheck.Check(d.kvDigest, string(render.KVConfigPolicy(c)), kvPeers)
+	return d, nil
+}
 
+// plan decides the lists, the StatefulSet's size and template, and the
+// roll's next restart.
+func (r *NameServerClusterReconciler) plan(c *v1alpha1.NameServerCluster, o *observed, d *decision) {
+	before := publishedOrdinals(c)
 	var drainStart *time.Time
 	if c.Status.DrainStartTime != nil {
 		drainStart = ptr.To(c.Status.DrainStartTime.Time)
@@ -133,15 +161,15 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		DrainStart: drainStart,
 		Drain:      time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second,
 		Current:    current,
-		Joinable:   func(ordinal int32) bool { return d.joinable(o, ordinal) },
+		Joinable:   func(ordinal int32) bool { return !d.noJoins && d.joinable(o, ordinal) },
 		Ready:      func(ordinal int32) bool { return ready(o, ordinal) },
+		MayAnswer:  func(ordinal int32) bool { return mayAnswer(o, ordinal) },
 		Now:        o.now,
 	})
 	d.addresses(c, r.Render, o)
 	d.destinations, d.targetProblems = r.destinations(c, o)
 	d.oldPorts, d.portsUntil = oldPorts(c, o, d)
 	d.roll = rollout.Decide(r.rollInput(c, o, d))
-	return d, nil
 }
 
 // oldPorts are the remoting ports a move to a new spec.ports.remoting keeps
@@ -150,7 +178,9 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 // old ones, and the lists move each peer to the new port once it serves
 // there; the second, a drain period after the lists last changed (the time
 // their readers take to follow), restarts the peers without the old ports.
-// A port stays while a published entry or a pod's main port uses it.
+// A port stays while a published entry (planned, or in the lists last
+// written everywhere) or a pod's main port uses it, and every port the
+// current template serves stays until the drain is over.
 //
 // The drain is timed from status.lists: when every address ConfigMap last
 // came to hold a changed list. Lists about to change, or whose change some
@@ -159,6 +189,11 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 	want := c.Spec.Ports.Remoting
 	set := map[int32]bool{}
 	for _, addr := range d.lists.Clients {
+		if p := portOf(addr); p > 0 && p != want {
+			set[p] = true
+		}
+	}
+	for _, addr := range c.Status.Addresses {
 		if p := portOf(addr); p > 0 && p != want {
 			set[p] = true
 		}
@@ -172,7 +207,7 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 	if o.sts != nil && len(o.sts.Spec.Template.Spec.Containers) > 0 {
 		drain := time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second
 		if until = listsChanged(c, d, o.now).Add(drain); o.now.Before(until) {
-			for _, p := range render.ExtraPortsOf(o.sts.Spec.Template.Spec.Containers[0].Args) {
+			for _, p := range render.ListenPortsOf(o.sts.Spec.Template.Spec.Containers[0].Args) {
 				if p != want {
 					set[p] = true
 				}
@@ -206,6 +241,13 @@ func listsChanged(c *v1alpha1.NameServerCluster, d *decision, now time.Time) tim
 		last = latest(last, r.ChangedTime.Time)
 	}
 	return last
+}
+
+// listsSettled tells whether every client and IP list is recorded to hold
+// what the plan lists: no write of one is pending or refused.
+func listsSettled(c *v1alpha1.NameServerCluster, d *decision) bool {
+	rec := c.Status.Lists
+	return rec != nil && rec.Clients.Digest == d.listDigest[clientList] && rec.IPs.Digest == d.listDigest[ipList]
 }
 
 // latest is the later of two times.
@@ -283,6 +325,7 @@ func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o
 		Peers:          map[int32]rollout.Peer{},
 		Paused:         c.Spec.Paused,
 		MaxUnavailable: render.MaxUnavailable(c),
+		ListsSettled:   listsSettled(c, d),
 	}
 	fresh := o.sts != nil && o.sts.Status.ObservedGeneration == o.sts.Generation && o.sts.Status.UpdateRevision != ""
 	for ordinal, p := range o.peers {
@@ -292,6 +335,7 @@ func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o
 			Updated:     !fresh || p.Revision == o.sts.Status.UpdateRevision,
 			Listed:      slices.Contains(d.plan.Published, ordinal),
 			Ready:       ready(o, ordinal),
+			MayAnswer:   mayAnswer(o, ordinal),
 		}
 	}
 	return in

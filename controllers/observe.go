@@ -39,6 +39,9 @@ type observed struct {
 	state *peerclient.Cluster
 	// nextRead is when the peers are read again unless something changes.
 	nextRead time.Time
+	// opened are the peers whose start-up gate this reconcile opened
+	// (actOnPeers).
+	opened map[int32]bool
 }
 
 // observe reads the StatefulSet, the pods and the external Services, and

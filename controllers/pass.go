@@ -104,11 +104,12 @@ type passResult struct {
 // drain start no earlier than the shrink it times. The StatefulSet, which
 // shrinks only once a recorded drain is over, comes after the lists.
 func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *observed, x actor) (*passResult, error) {
-	d, err := r.decide(c, o)
+	d, err := r.check(c, o)
 	if err != nil {
 		return nil, err
 	}
 	actOnPeers(c, o, d, x)
+	r.plan(c, o, d)
 	recordErr := r.recordJoins(c, o, d, x)
 
 	res := &passResult{dec: d}
@@ -192,10 +193,11 @@ func (r *NameServerClusterReconciler) writes(c *v1alpha1.NameServerCluster, o *o
 // actOnPeers asks peers that do not hold spec.kvConfig as the policy asks
 // (a value or a key changed by hand) to apply their declared-KV file again,
 // then asks each starting peer to open its route gate once it holds the
-// brokers the serving peers hold. Both answers are recorded as the peers' latest observations. A peer
-// that does not answer is reported in its status and tried again at the
-// next reconcile; it never stops the reconcile.
+// brokers the serving peers hold. Both answers are recorded as the peers' latest observations, before
+// the plan is made. A peer that does not answer is reported in its status
+// and tried again at the next reconcile; it never stops the reconcile.
 func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) {
+	o.opened = map[int32]bool{}
 	for _, ordinal := range sortedKeys(d.kv) {
 		v := d.kv[ordinal]
 		if !v.Apply {
@@ -231,6 +233,10 @@ func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor
 		if s.Gate.Open && (obs.Summary == nil || !obs.Summary.Gate.Open) {
 			x.event(c, peerPod(c, ordinal), corev1.EventTypeNormal, v1alpha1.EventRouteGateOpened, "OpenGate",
 				"%s holds the %d brokers of the serving peers; it answers clients now", render.PodName(c, ordinal), len(gates[ordinal].Expect))
+			// It may answer clients from now on, before its pod's
+			// readiness follows: the plan must not take it for a silent
+			// peer, to restart first or to drop, nor count on it yet.
+			o.opened[ordinal] = true
 		}
 		obs.Summary = s
 		o.state.Peers[ordinal] = obs
@@ -238,8 +244,8 @@ func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor
 }
 
 // recordJoins writes the status with the peers that join the client list
-// before any ConfigMap names them. When that write fails they are not
-// published in this pass; the rest of the cluster is still brought to spec.
+// before any ConfigMap names them. When that write fails nobody joins in
+// this pass; the rest of the cluster is still brought to spec.
 func (r *NameServerClusterReconciler) recordJoins(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) error {
 	before := publishedOrdinals(c)
 	joins := slices.ContainsFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
@@ -256,8 +262,10 @@ func (r *NameServerClusterReconciler) recordJoins(c *v1alpha1.NameServerCluster,
 		}
 	}
 	if err := x.writeStatus(c, *growing); err != nil {
-		d.plan.Published = slices.DeleteFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
-		d.addresses(c, r.Render, o)
+		// Planned again without them: a scale-down held only by them
+		// must not go on as if they had joined.
+		d.noJoins = true
+		r.plan(c, o, d)
 		return err
 	}
 	return nil

@@ -3,6 +3,7 @@ package controllers
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +112,47 @@ func TestKVLagNeverLiftsAScaleDownHold(t *testing.T) {
 	})
 	if !d.plan.Held || !slices.Equal(d.plan.Published, []int32{0, 1, 2}) {
 		t.Errorf("plan = held %v, published %v, drain %v: want held with [0 1 2] (ordinal 0 is down, 1 and 2 answer clients)", d.plan.Held, d.plan.Published, d.plan.DrainStart)
+	}
+}
+
+// A listed peer whose container restarted holds the brokers again; the pass
+// asks it to open its gate, and it answers clients from then on, although
+// its pod's readiness follows only at the next probe. The roll of that same
+// pass must not take it for a silent peer to restart first.
+func TestAPeerWhoseGateThePassOpensIsNotTakenForSilent(t *testing.T) {
+	c, o := shrinkingCluster()
+	c.Spec.Replicas = ptr.To[int32](3)
+	b := testBroker("10.1.0.1:10911", statusNow.Add(-time.Hour))
+	for ord := range int32(3) {
+		p := o.peers[ord]
+		p.Revision = "old"
+		o.peers[ord] = p
+		o.state.Peers[ord] = routecheck.Observation{ReadAt: statusNow, Summary: &peerstatus.Summary{BootID: fmt.Sprint(ord),
+			Gate: peerstatus.Gate{Enabled: true, Open: true}, Brokers: []peerstatus.Broker{b}}}
+	}
+	restarted := o.peers[2]
+	restarted.Ready = false
+	o.peers[2] = restarted
+	o.state.Peers[2].Summary.Gate.Open = false
+	a := &recordingActor{opens: true}
+	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}}
+	if _, err := r.pass(c, o, a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.gates) != 1 || a.gates[0] != 2 {
+		t.Fatalf("gate requests to %v, want to ordinal 2", a.gates)
+	}
+	if len(a.restarted) > 0 {
+		t.Errorf("restarted %v right after opening the gate of ordinal 2", a.restarted)
+	}
+}
+
+// While a client list may not hold the listed peers (its write is pending or
+// was refused), the roll restarts no peer that answers: the floor counts
+// listed peers, and an unwritten list does not name them.
+func TestTheRollWaitsForTheListsToSettle(t *testing.T) {
+	d := decideWithKVLag(t, 3, []lagPeer{{ready: true, rev: "old", kvFresh: true}, {ready: true, rev: "old", kvFresh: true}, {ready: true, rev: "old", kvFresh: true}})
+	if d.roll.Restart != -1 || !strings.Contains(d.roll.Waiting, "every address ConfigMap") {
+		t.Errorf("without a record of the lists, the roll restarts %d (waiting %q)", d.roll.Restart, d.roll.Waiting)
 	}
 }

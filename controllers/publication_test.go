@@ -101,3 +101,33 @@ func TestTheOldPortDrainCountsFromTheLastListChange(t *testing.T) {
 		t.Errorf("old ports %v kept after the drain", ports)
 	}
 }
+
+// The cluster moved 9876 -> 9877 -> back to 9876 -> 9878 while its own
+// client ConfigMap refused every write: it still names the peer at :9876,
+// the port of the template two moves ago, which no pod and no planned list
+// uses any more. Every port the current template serves stays until the
+// lists are written and drained.
+func TestATemplatePortStaysWhileAListWriteIsRefused(t *testing.T) {
+	c := &v1alpha1.NameServerCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 9},
+		Spec: v1alpha1.NameServerClusterSpec{Replicas: ptr.To[int32](1), Ports: v1alpha1.Ports{Remoting: 9878, HTTP: 8080},
+			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](60)}},
+	}
+	o := &observed{now: statusNow, peers: map[int32]publish.Peer{0: {Ready: true, RemotingPort: 9877, HTTPPort: 8080}}}
+	o.sts = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Args: []string{"--listen-port=9876", "--extra-listen-ports=9877"}}}}}}}
+	d := &decision{lists: render.Lists{Clients: []string{"ns1-0.ns1-headless.mq.svc.cluster.local:9877"}}}
+	d.listData = listData(c, render.Options{ClusterDomain: "cluster.local"}, d.lists)
+	for l, data := range d.listData {
+		d.listDigest[l] = render.DataDigest(data)
+	}
+	long := ptr.To(metav1.NewTime(statusNow.Add(-time.Hour)))
+	c.Status.Lists = &v1alpha1.PublishedListsStatus{
+		Clients: v1alpha1.PublishedListStatus{Digest: "the list of an hour ago", ChangedTime: long},
+		Brokers: v1alpha1.PublishedListStatus{Digest: d.listDigest[brokerList], ChangedTime: long},
+		IPs:     v1alpha1.PublishedListStatus{Digest: d.listDigest[ipList], ChangedTime: long},
+	}
+	if ports, _ := oldPorts(c, o, d); !slices.Equal(ports, []int32{9876, 9877}) {
+		t.Errorf("old ports %v; want 9876 (the template's, which the refused list names) and 9877 (the pod's)", ports)
+	}
+}

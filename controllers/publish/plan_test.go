@@ -47,6 +47,11 @@ func TestDecide(t *testing.T) {
 			want: Plan{Published: ords(0, 1, 2), Replicas: 5, Waiting: ords(3, 4)},
 		},
 		{
+			name: "scale-up the API server has not accepted yet: a pod the StatefulSet does not keep does not join",
+			in:   Input{Desired: 3, Published: ords(0), Current: ptr.To[int32](1), Joinable: serving(0, 1, 2), Ready: serving(0, 1, 2)},
+			want: Plan{Published: ords(0), Replicas: 3, Waiting: ords(1, 2)},
+		},
+		{
 			name: "scale-up: one pending pod does not hide a serving one above it",
 			in:   Input{Desired: 5, Published: ords(0, 1, 2), Current: ptr.To[int32](5), Joinable: serving(0, 1, 2, 4), Ready: serving(0, 1, 2, 4)},
 			want: Plan{Published: ords(0, 1, 2, 4), Replicas: 5, Waiting: ords(3)},
@@ -97,6 +102,12 @@ func TestDecide(t *testing.T) {
 			want: Plan{Published: ords(0, 2), Replicas: 3, Held: true, HeldFor: ords(1), Waiting: ords(1)},
 		},
 		{
+			name: "scale-down while the peer that would remain is down and the removed one's gate was just opened: held",
+			in: Input{Desired: 1, Published: ords(0, 1), Current: ptr.To[int32](2), Drain: drain, Joinable: serving(), Ready: serving(),
+				MayAnswer: serving(1), Now: t0},
+			want: Plan{Published: ords(0, 1), Replicas: 2, Held: true, HeldFor: ords(0)},
+		},
+		{
 			name: "scale-down of peers that do not serve either: nothing to keep them for",
 			in:   Input{Desired: 1, Published: ords(0, 1, 2), Current: ptr.To[int32](3), Drain: drain, Joinable: serving(), Ready: serving(), Now: t0},
 			want: Plan{Published: ords(0), Replicas: 3, DrainStart: &t0, RequeueAfter: drain},
@@ -130,6 +141,18 @@ func TestDecide(t *testing.T) {
 			name: "scale back up during a drain: the still-serving peers are listed again, the drain ends",
 			in:   Input{Desired: 5, Published: ords(0, 1, 2), Current: ptr.To[int32](5), Drain: drain, DrainStart: &earlier, Joinable: serving(0, 1, 2, 3, 4), Ready: serving(0, 1, 2, 3, 4), Now: t0},
 			want: Plan{Published: ords(0, 1, 2, 3, 4), Replicas: 5},
+		},
+		{
+			name: "scale back up during a drain with a removed peer not listed again: the drain goes on, for a scale-down before its end",
+			in: Input{Desired: 5, Published: ords(0, 1, 2), Current: ptr.To[int32](5), Drain: drain, DrainStart: &earlier,
+				Joinable: serving(0, 1, 2, 3), Ready: serving(0, 1, 2, 3), Now: t0},
+			want: Plan{Published: ords(0, 1, 2, 3), Replicas: 5, DrainStart: &earlier, RequeueAfter: 40 * time.Second, Waiting: ords(4)},
+		},
+		{
+			name: "scale-down again before that drain ended: the StatefulSet keeps the peer until its end",
+			in: Input{Desired: 4, Published: ords(0, 1, 2, 3), Current: ptr.To[int32](5), Drain: drain, DrainStart: &earlier,
+				Joinable: serving(0, 1, 2, 3), Ready: serving(0, 1, 2, 3), Now: t0},
+			want: Plan{Published: ords(0, 1, 2, 3), Replicas: 5, DrainStart: &earlier, RequeueAfter: 40 * time.Second},
 		},
 		{
 			name: "partial scale back up during a drain: the rest keeps draining",

@@ -568,3 +568,19 @@ func TestStatefulSetTLS(t *testing.T) {
 		})
 	}
 }
+
+func TestListenPortsOf(t *testing.T) {
+	c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Ports.Remoting = 9877 })
+	for _, tt := range []struct {
+		extra []int32
+		want  []int32
+	}{
+		{nil, []int32{9877}},
+		{[]int32{9876}, []int32{9877, 9876}},
+		{[]int32{9876, 9878}, []int32{9877, 9876, 9878}},
+	} {
+		if got := ListenPortsOf(Args(c, tt.extra...)); !slices.Equal(got, tt.want) {
+			t.Errorf("ListenPortsOf(Args(%v)) = %v, want %v", tt.extra, got, tt.want)
+		}
+	}
+}

@@ -25,10 +25,17 @@ type Peer struct {
 	// whatever its routes or KV config: those decide when a peer may join
 	// the list, never whether restarting it takes answers away.
 	Ready bool
+	// MayAnswer is set for a peer whose pod is not ready yet that may
+	// answer already (the operator just opened its gate): it is not
+	// restarted as a silent peer, nor counted on.
+	MayAnswer bool
 }
 
 // answers tells whether clients get answers from the peer now.
 func (p Peer) answers() bool { return p.Listed && p.Ready }
+
+// silent tells whether restarting the peer takes nothing from clients.
+func (p Peer) silent() bool { return !p.Listed || !p.Ready && !p.MayAnswer }
 
 // Input is what the decision depends on.
 type Input struct {
@@ -41,6 +48,10 @@ type Input struct {
 	Paused bool
 	// MaxUnavailable is the PodDisruptionBudget's, resolved to a count.
 	MaxUnavailable int32
+	// ListsSettled tells whether every client list is known to hold the
+	// listed peers (no write of one is pending or refused): only then do
+	// the listed peers that are ready answer clients for sure.
+	ListsSettled bool
 }
 
 // Decision is at most one pod to restart now, or why none is.
@@ -67,8 +78,8 @@ func (d Decision) InProgress() bool { return len(d.Outdated) > 0 }
 //     goes first, highest ordinal first: restarting it takes nothing from
 //     clients;
 //   - an outdated peer that answers goes only when every other listed peer
-//     answers, and when at least replicas - maxUnavailable peers would
-//     still answer without it.
+//     answers, every client list is known to hold the listed peers, and at
+//     least replicas - maxUnavailable peers would still answer without it.
 func Decide(in Input) Decision {
 	d := Decision{Restart: -1}
 	var busy []int32
@@ -94,7 +105,7 @@ func Decide(in Input) Decision {
 	}
 
 	for _, o := range slices.Backward(d.Outdated) {
-		if !in.Peers[o].answers() {
+		if in.Peers[o].silent() {
 			d.Restart = o
 			return d
 		}
@@ -115,6 +126,10 @@ func Decide(in Input) Decision {
 	if len(silent) > 0 {
 		slices.Sort(silent)
 		d.Waiting = fmt.Sprintf("waiting for listed %s to be ready", ordinalList(silent))
+		return d
+	}
+	if !in.ListsSettled {
+		d.Waiting = "waiting for every address ConfigMap to hold the client list"
 		return d
 	}
 	if floor := in.Desired - in.MaxUnavailable; answering-1 < floor {

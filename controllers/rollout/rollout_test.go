@@ -41,22 +41,27 @@ func TestDecide(t *testing.T) {
 		paused      bool
 		waitingLike string
 	}{
-		{name: "nothing outdated", in: Input{Desired: 3, Peers: peers("SSS"), MaxUnavailable: 1}, restart: -1},
-		{name: "highest outdated serving peer first", in: Input{Desired: 3, Peers: peers("sss"), MaxUnavailable: 1}, restart: 2, outdated: []int32{0, 1, 2}},
-		{name: "next one once the restarted one serves again", in: Input{Desired: 3, Peers: peers("ssS"), MaxUnavailable: 1}, restart: 1, outdated: []int32{0, 1}},
-		{name: "one at a time: the restarted pod is still terminating", in: Input{Desired: 3, Peers: peers("ssT"), MaxUnavailable: 1}, restart: -1, outdated: []int32{0, 1}, waitingLike: "ordinal 2 to be replaced"},
-		{name: "one at a time: the restarted pod is being recreated", in: Input{Desired: 3, Peers: peers("ssM"), MaxUnavailable: 1}, restart: -1, outdated: []int32{0, 1}, waitingLike: "ordinal 2 to be replaced"},
-		{name: "the restarted peer is back but not complete yet: wait", in: Input{Desired: 3, Peers: peers("ssN"), MaxUnavailable: 1}, restart: -1, outdated: []int32{0, 1}, waitingLike: "listed ordinal 2"},
-		{name: "an outdated peer that does not serve goes first (replicas 2)", in: Input{Desired: 2, Peers: peers("ns"), MaxUnavailable: 1}, restart: 0, outdated: []int32{0, 1}},
-		{name: "an outdated peer that does not serve goes first (replicas 3)", in: Input{Desired: 3, Peers: peers("sns"), MaxUnavailable: 1}, restart: 1, outdated: []int32{0, 1, 2}},
-		{name: "a serving peer is never restarted while another listed one does not serve (replicas 2)", in: Input{Desired: 2, Peers: peers("Ns"), MaxUnavailable: 1}, restart: -1, outdated: []int32{1}, waitingLike: "listed ordinal 0"},
-		{name: "a serving peer is never restarted while another listed one does not serve (replicas 3)", in: Input{Desired: 3, Peers: peers("sNs"), MaxUnavailable: 2}, restart: -1, outdated: []int32{0, 2}, waitingLike: "listed ordinal 1"},
-		{name: "an unlisted new peer that does not serve yet does not hold the roll", in: Input{Desired: 3, Peers: peers("ssN", 2), MaxUnavailable: 2}, restart: 1, outdated: []int32{0, 1}},
-		{name: "replicas - maxUnavailable peers must keep serving", in: Input{Desired: 3, Peers: peers("ssS", 2), MaxUnavailable: 0}, restart: -1, outdated: []int32{0, 1}, waitingLike: "fewer than replicas - maxUnavailable"},
-		{name: "a single peer rolls: nothing else could serve", in: Input{Desired: 1, Peers: peers("s"), MaxUnavailable: 1}, restart: 0, outdated: []int32{0}},
-		{name: "paused: nothing restarts", in: Input{Desired: 3, Peers: peers("sss"), MaxUnavailable: 1, Paused: true}, restart: -1, outdated: []int32{0, 1, 2}, paused: true},
-		{name: "paused with nothing outdated is not reported as holding", in: Input{Desired: 3, Peers: peers("SSS"), MaxUnavailable: 1, Paused: true}, restart: -1},
-		{name: "draining peers above Desired are never rolled", in: Input{Desired: 2, Peers: peers("SSss"), MaxUnavailable: 1}, restart: -1},
+		{name: "nothing outdated", in: Input{Desired: 3, Peers: peers("SSS"), MaxUnavailable: 1, ListsSettled: true}, restart: -1},
+		{name: "highest outdated serving peer first", in: Input{Desired: 3, Peers: peers("sss"), MaxUnavailable: 1, ListsSettled: true}, restart: 2, outdated: []int32{0, 1, 2}},
+		{name: "next one once the restarted one serves again", in: Input{Desired: 3, Peers: peers("ssS"), MaxUnavailable: 1, ListsSettled: true}, restart: 1, outdated: []int32{0, 1}},
+		{name: "one at a time: the restarted pod is still terminating", in: Input{Desired: 3, Peers: peers("ssT"), MaxUnavailable: 1, ListsSettled: true}, restart: -1, outdated: []int32{0, 1}, waitingLike: "ordinal 2 to be replaced"},
+		{name: "one at a time: the restarted pod is being recreated", in: Input{Desired: 3, Peers: peers("ssM"), MaxUnavailable: 1, ListsSettled: true}, restart: -1, outdated: []int32{0, 1}, waitingLike: "ordinal 2 to be replaced"},
+		{name: "the restarted peer is back but not complete yet: wait", in: Input{Desired: 3, Peers: peers("ssN"), MaxUnavailable: 1, ListsSettled: true}, restart: -1, outdated: []int32{0, 1}, waitingLike: "listed ordinal 2"},
+		{name: "an outdated peer that does not serve goes first (replicas 2)", in: Input{Desired: 2, Peers: peers("ns"), MaxUnavailable: 1, ListsSettled: true}, restart: 0, outdated: []int32{0, 1}},
+		{name: "an outdated peer that does not serve goes first (replicas 3)", in: Input{Desired: 3, Peers: peers("sns"), MaxUnavailable: 1, ListsSettled: true}, restart: 1, outdated: []int32{0, 1, 2}},
+		{name: "a serving peer is never restarted while another listed one does not serve (replicas 2)", in: Input{Desired: 2, Peers: peers("Ns"), MaxUnavailable: 1, ListsSettled: true}, restart: -1, outdated: []int32{1}, waitingLike: "listed ordinal 0"},
+		{name: "a serving peer is never restarted while another listed one does not serve (replicas 3)", in: Input{Desired: 3, Peers: peers("sNs"), MaxUnavailable: 2, ListsSettled: true}, restart: -1, outdated: []int32{0, 2}, waitingLike: "listed ordinal 1"},
+		{name: "an unlisted new peer that does not serve yet does not hold the roll", in: Input{Desired: 3, Peers: peers("ssN", 2), MaxUnavailable: 2, ListsSettled: true}, restart: 1, outdated: []int32{0, 1}},
+		{name: "replicas - maxUnavailable peers must keep serving", in: Input{Desired: 3, Peers: peers("ssS", 2), MaxUnavailable: 0, ListsSettled: true}, restart: -1, outdated: []int32{0, 1}, waitingLike: "fewer than replicas - maxUnavailable"},
+		{name: "a single peer rolls: nothing else could serve", in: Input{Desired: 1, Peers: peers("s"), MaxUnavailable: 1, ListsSettled: true}, restart: 0, outdated: []int32{0}},
+		{name: "paused: nothing restarts", in: Input{Desired: 3, Peers: peers("sss"), MaxUnavailable: 1, Paused: true, ListsSettled: true}, restart: -1, outdated: []int32{0, 1, 2}, paused: true},
+		{name: "paused with nothing outdated is not reported as holding", in: Input{Desired: 3, Peers: peers("SSS"), MaxUnavailable: 1, Paused: true, ListsSettled: true}, restart: -1},
+		{name: "a ready peer waits while a client list may not hold the listed peers", in: Input{Desired: 3, Peers: peers("sss"), MaxUnavailable: 1}, restart: -1, outdated: []int32{0, 1, 2}, waitingLike: "every address ConfigMap"},
+		{name: "a peer that answers no client goes first even then", in: Input{Desired: 3, Peers: peers("ssn"), MaxUnavailable: 1}, restart: 2, outdated: []int32{0, 1, 2}},
+		{name: "a listed peer whose gate was just opened is not restarted as a silent one", in: Input{Desired: 2, Peers: map[int32]Peer{
+			0: {Exists: true, Listed: true, MayAnswer: true}, 1: {Exists: true, Listed: true, Ready: true}}, MaxUnavailable: 1, ListsSettled: true},
+			restart: -1, outdated: []int32{0, 1}, waitingLike: "listed ordinal 0 to be ready"},
+		{name: "draining peers above Desired are never rolled", in: Input{Desired: 2, Peers: peers("SSss"), MaxUnavailable: 1, ListsSettled: true}, restart: -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +109,7 @@ func TestRollNeverEmptiesTheList(t *testing.T) {
 						warming[o] = left - 1
 					}
 				}
-				d := Decide(Input{Desired: n, Peers: ps, MaxUnavailable: 1})
+				d := Decide(Input{Desired: n, Peers: ps, MaxUnavailable: 1, ListsSettled: true})
 				if !d.InProgress() && len(warming) == 0 {
 					break
 				}
