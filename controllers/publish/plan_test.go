@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+
+	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
+	_ "github.com/kube-namesrv/kube-namesrv/controllers/internal/testflags"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)

@@ -111,7 +111,7 @@ func ExternalServiceName(c *v1alpha1.NameServerCluster, ordinal int32) string {
 
 // PodName is the name of the pod of an ordinal.
 func PodName(c *v1alpha1.NameServerCluster, ordinal int32) string {
-	return fmt.Sprintf("%s-%d", StatefulSetName(c), ordinal)
+	return StatefulSetName(c) + "-" + strconv.Itoa(int(ordinal))
 }
 
 // PodDisruptionBudgetName is the PDB's name.
