@@ -123,7 +123,11 @@ func (w *simWorld) runPass(m *simManager) {
 func (w *simWorld) disturb(managers *[]*simManager) {
 	r := w.rng
 	if r.IntN(3) == 0 {
-		w.changeSomething()
+		// One apply often changes several things: kvConfig with the image
+		// or the replicas, say.
+		for range 1 + r.IntN(3) {
+			w.changeSomething()
+		}
 	}
 	if r.IntN(4) == 0 {
 		w.hurtAPod()

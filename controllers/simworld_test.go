@@ -235,7 +235,9 @@ func (w *simWorld) startPeer(p *simPod) {
 	p.gateOpen, p.gateReq = false, nil
 	lag := time.Duration(w.rng.Int64N(int64(w.round())))
 	if w.routeLag {
-		lag += 2 * w.round()
+		// Long enough, at times, for the gate to open by its timeout with
+		// brokers missing.
+		lag += time.Duration(2+w.rng.IntN(4)) * w.round()
 	}
 	p.brokersAt = w.now.Add(lag)
 	p.kvMissing = false
