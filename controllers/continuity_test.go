@@ -204,7 +204,7 @@ var _ = Describe("Route continuity", func() {
 
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "roll-config"), cm)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "roll")), cm)).To(Succeed())
 			g.Expect(cm.Data["namesrv.properties"]).To(ContainSubstring("scanNotActiveBrokerInterval=6000"))
 		}).Should(Succeed())
 		observeRevision(ns, "roll", "r2")

@@ -45,6 +45,9 @@ type decision struct {
 	// portsUntil is when the last of them may go, zero when none waits.
 	oldPorts   []int32
 	portsUntil time.Time
+	// unusedConfigs are the config ConfigMaps of older revisions of
+	// spec.config that nothing can mount any more.
+	unusedConfigs []string
 	// noJoins keeps every peer not listed yet out of the plan: their joins
 	// could not be recorded.
 	noJoins bool
@@ -170,6 +173,34 @@ func (r *NameServerClusterReconciler) plan(c *v1alpha1.NameServerCluster, o *obs
 	d.destinations, d.targetProblems = r.destinations(c, o)
 	d.oldPorts, d.portsUntil = oldPorts(c, o, d)
 	d.roll = rollout.Decide(r.rollInput(c, o, d))
+	d.unusedConfigs = unusedConfigMaps(c, o)
+}
+
+// unusedConfigMaps are the config ConfigMaps no pod mounts and no pod can be
+// created with any more: not the current one, not the one of the template
+// the StatefulSet holds now, and none while its controller has not observed
+// that template (it may still create pods from the one before).
+func unusedConfigMaps(c *v1alpha1.NameServerCluster, o *observed) []string {
+	if o.sts == nil || o.sts.Status.ObservedGeneration != o.sts.Generation {
+		return nil
+	}
+	keep := map[string]bool{render.ConfigMapName(c): true}
+	for _, v := range o.sts.Spec.Template.Spec.Volumes {
+		if v.Name == render.ConfigVolume && v.ConfigMap != nil {
+			keep[v.ConfigMap.Name] = true
+		}
+	}
+	for _, p := range o.peers {
+		keep[p.ConfigMap] = true
+	}
+	var out []string
+	for _, name := range o.configMaps {
+		if !keep[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // oldPorts are the remoting ports a move to a new spec.ports.remoting keeps

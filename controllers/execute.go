@@ -93,6 +93,9 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 	case deletePDB:
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.PodDisruptionBudgetName(c)}}
 		return outcome{}, r.deleteChild(ctx, c, "PodDisruptionBudget", pdb, "spec.podDisruptionBudget.enabled is false")
+	case deleteConfig:
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: w.name}}
+		return outcome{}, r.deleteChild(ctx, c, "ConfigMap", cm, "no pod mounts this revision of spec.config any more")
 	case writeStatefulSet:
 		ac, err := render.StatefulSet(c, r.Render, d.plan.Replicas, d.oldPorts...)
 		if err != nil {

@@ -90,7 +90,7 @@ var _ = Describe("NameServerCluster", func() {
 
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "alpha-config"), cm)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "alpha")), cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKey("namesrv.properties"))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
@@ -121,7 +121,7 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(eventReasons(g, ns, "alpha")).To(ContainElement("Normal/Created"))
 			g.Expect(eventNotes(g, ns, "alpha")).To(ContainElements(
 				"created StatefulSet "+ns+"/alpha", "created Service "+ns+"/alpha", "created Service "+ns+"/alpha-headless",
-				"created ConfigMap "+ns+"/alpha-config", "created ConfigMap "+ns+"/alpha-namesrv-addr",
+				"created ConfigMap "+ns+"/"+configName(g, ns, "alpha"), "created ConfigMap "+ns+"/alpha-namesrv-addr",
 				"created ConfigMap "+ns+"/alpha-namesrv-addr-brokers", "created ConfigMap "+ns+"/alpha-namesrv-addr-ips",
 				"created ConfigMap "+ns+"/alpha-kv", "created PodDisruptionBudget "+ns+"/alpha"))
 		}).Should(Succeed())
@@ -133,7 +133,7 @@ var _ = Describe("NameServerCluster", func() {
 				g.Expect(k8sClient.Get(testCtx, key(ns, "alpha"), o)).To(Succeed())
 				out = append(out, o.GetResourceVersion())
 			}
-			for _, name := range []string{"alpha-config", "alpha-kv", "alpha-namesrv-addr", "alpha-namesrv-addr-brokers", "alpha-namesrv-addr-ips"} {
+			for _, name := range []string{configName(g, ns, "alpha"), "alpha-kv", "alpha-namesrv-addr", "alpha-namesrv-addr-brokers", "alpha-namesrv-addr-ips"} {
 				cm := &corev1.ConfigMap{}
 				g.Expect(k8sClient.Get(testCtx, key(ns, name), cm)).To(Succeed())
 				out = append(out, cm.ResourceVersion)
@@ -278,7 +278,7 @@ var _ = Describe("NameServerCluster", func() {
 		})
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "conf-config"), cm)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "conf")), cm)).To(Succeed())
 			g.Expect(cm.Data["namesrv.properties"]).To(ContainSubstring("\norderMessageEnable=true\n"))
 			g.Expect(checksum(g)).NotTo(Equal(before))
 		}).Should(Succeed())
@@ -337,7 +337,7 @@ var _ = Describe("NameServerCluster", func() {
 		for _, o := range []client.Object{
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-headless"}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-config"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: configName(Default, ns, "heal")}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-namesrv-addr"}},
 			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
@@ -612,7 +612,7 @@ var _ = Describe("NameServerCluster", func() {
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-headless"}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-config"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: configName(Default, ns, "doomed")}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr-brokers"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr-ips"}},
@@ -725,6 +725,9 @@ var _ = Describe("NameServerCluster validation", func() {
 		Entry("an address ConfigMap named like the config ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Publish.ConfigMapName = "a-config"
 		}, "spec.publish.configMapName cannot be <name>-config"),
+		Entry("an address ConfigMap named like a revision of the config ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.ConfigMapName = "a-config-0123456789"
+		}, "spec.publish.configMapName cannot be <name>-config, <name>-config-* or <name>-kv"),
 		Entry("a PDB that allows no disruption", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.PodDisruptionBudget.MaxUnavailable = ptr.To(intstr.FromInt32(0))
 		}, "podDisruptionBudget.maxUnavailable must be a count of at least 1"),
@@ -760,7 +763,7 @@ var _ = Describe("NameServerCluster validation", func() {
 		}, "spec.tls.clientCA.key in body should match"),
 		Entry("an address ConfigMap named like the KV ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Publish.ConfigMapName = "a-kv"
-		}, "spec.publish.configMapName cannot be <name>-config or <name>-kv"),
+		}, "spec.publish.configMapName cannot be <name>-config, <name>-config-* or <name>-kv"),
 		Entry("the same KV namespace and key twice", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "a:1"}, {Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "b:1"}}
 		}, `spec.kvConfig[1]: Duplicate value: {"key":"T","namespace":"ORDER_TOPIC_CONFIG"}`),

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +32,10 @@ type observed struct {
 	// addressConfigMaps are the address ConfigMaps of the cluster that
 	// exist, in any namespace, found by their labels.
 	addressConfigMaps []types.NamespacedName
+	// configMaps are the config ConfigMaps of the cluster that exist, one
+	// per revision of spec.config, the shared one of earlier releases
+	// included.
+	configMaps []string
 	// namespaces are the target namespaces of spec.publish.targets that
 	// exist, when the operator may read them (it manages every namespace).
 	namespaces map[string]*corev1.Namespace
@@ -72,6 +77,23 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 				o.external[ordinal] = &svcs.Items[i]
 			}
 		}
+	}
+
+	configs := &corev1.ConfigMapList{}
+	if err := r.List(ctx, configs, client.InNamespace(c.Namespace), client.MatchingLabels(render.SelectorLabels(c)), client.HasLabels{render.LabelConfig}); err != nil {
+		return nil, fmt.Errorf("listing the config ConfigMaps of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range configs.Items {
+		if metav1.IsControlledBy(&configs.Items[i], c) {
+			o.configMaps = append(o.configMaps, configs.Items[i].Name)
+		}
+	}
+	legacy := &corev1.ConfigMap{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.LegacyConfigMapName(c)}, legacy); {
+	case err == nil && metav1.IsControlledBy(legacy, c):
+		o.configMaps = append(o.configMaps, legacy.Name)
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the config ConfigMap of an earlier release of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 
 	cms := &corev1.ConfigMapList{}

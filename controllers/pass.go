@@ -1,11 +1,15 @@
 package controllers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -53,6 +57,7 @@ const (
 	writePDB
 	deletePDB
 	writeStatefulSet
+	deleteConfig
 )
 
 // listKind is one of the three address ConfigMaps of a destination.
@@ -74,6 +79,8 @@ type write struct {
 	list listKind
 	// copy is the address ConfigMap to delete, in another namespace.
 	copy types.NamespacedName
+	// name is the config ConfigMap to delete.
+	name string
 }
 
 // outcome is what a write did.
@@ -109,6 +116,9 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 		return nil, err
 	}
 	actOnPeers(c, o, d, x)
+	if err := render.ValidateConfig(c); err != nil {
+		return refuseConfig(c, d, x, err, o.now)
+	}
 	r.plan(c, o, d)
 	recordErr := r.recordJoins(c, o, d, x)
 
@@ -157,9 +167,32 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 	return res, nil
 }
 
+// refuseConfig ends a pass whose spec.config the NameServer would refuse:
+// the peers were still asked for what they need (their gates, their KV
+// config), but nothing of the spec is applied and no pod restarts, so the
+// cluster runs on as it was until spec.config is fixed; the status says
+// why.
+func refuseConfig(c *v1alpha1.NameServerCluster, d *decision, x actor, invalid error, now time.Time) (*passResult, error) {
+	p := problem{Reason: v1alpha1.RefusalConfigInvalid, Message: fmt.Sprintf(
+		"spec.config is refused, nothing of generation %d is applied until it is fixed: %v", c.Generation, invalid)}
+	st := *c.Status.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	set := func(t v1alpha1.ConditionType, s metav1.ConditionStatus, reason v1alpha1.ConditionReason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, v1alpha1.Condition(t, s, reason, msg, c.Generation, metav1.NewTime(now)))
+	}
+	set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, p.Reason, p.Message)
+	set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonBlocked, "cannot reach the spec: "+p.Message)
+	res := &passResult{dec: d, old: c.Status, status: st, problems: []problem{p}}
+	if err := x.writeStatus(c, st); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // writes are the children to apply and delete, in order: the config and KV
 // ConfigMaps, the Services, the address ConfigMaps of every destination and
-// the copies no longer wanted, the PDB, and the StatefulSet last.
+// the copies no longer wanted, the PDB, the StatefulSet, and last the config
+// ConfigMaps nothing mounts any more.
 func (r *NameServerClusterReconciler) writes(c *v1alpha1.NameServerCluster, o *observed, d *decision) []write {
 	ws := []write{{kind: writeConfig}, {kind: writeKVConfig}, {kind: writeHeadlessService}, {kind: writeClientService}}
 	for ordinal := range int32(maxOrdinal(c, o)) {
@@ -187,7 +220,11 @@ func (r *NameServerClusterReconciler) writes(c *v1alpha1.NameServerCluster, o *o
 	} else {
 		ws = append(ws, write{kind: deletePDB})
 	}
-	return append(ws, write{kind: writeStatefulSet})
+	ws = append(ws, write{kind: writeStatefulSet})
+	for _, name := range d.unusedConfigs {
+		ws = append(ws, write{kind: deleteConfig, name: name})
+	}
+	return ws
 }
 
 // actOnPeers asks peers that do not hold spec.kvConfig as the policy asks

@@ -55,18 +55,19 @@ var _ = Describe("Operator safety", func() {
 	It("does not let one cluster overwrite another's ConfigMap", func() {
 		newCluster(ns, "b", withReplicas(1))
 		var before *corev1.ConfigMap
+		bConfig := configName(Default, ns, "b")
 		Eventually(func(g Gomega) {
 			before = &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "b-config"), before)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, bConfig), before)).To(Succeed())
 		}).Should(Succeed())
-		newCluster(ns, "a", withReplicas(1), func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.ConfigMapName = "b-config" })
+		newCluster(ns, "a", withReplicas(1), func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.ConfigMapName = bConfig })
 		Eventually(func(g Gomega) {
 			cond := v1alpha1.FindCondition(getCluster(g, ns, "a").Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).To(HaveField("Reason", string(v1alpha1.RefusalNotOwned)))
-			g.Expect(cond.Message).To(ContainSubstring("ConfigMap " + ns + "/b-config exists and is not this cluster's (controlled by NameServerCluster b)"))
+			g.Expect(cond.Message).To(ContainSubstring("ConfigMap " + ns + "/" + bConfig + " exists and is not this cluster's (controlled by NameServerCluster b)"))
 		}).Should(Succeed())
 		after := &corev1.ConfigMap{}
-		Expect(k8sClient.Get(testCtx, key(ns, "b-config"), after)).To(Succeed())
+		Expect(k8sClient.Get(testCtx, key(ns, bConfig), after)).To(Succeed())
 		Expect(after.Data).To(Equal(before.Data))
 	})
 
@@ -104,7 +105,7 @@ var _ = Describe("Operator safety", func() {
 		By("raising the quota is enough: no event on the cluster is needed")
 		setQuota("50", "1")
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(testCtx, key(ns, "quota-config"), &corev1.ConfigMap{})).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "quota")), &corev1.ConfigMap{})).To(Succeed())
 			g.Expect(k8sClient.Get(testCtx, key(ns, "quota-namesrv-addr-brokers"), &corev1.ConfigMap{})).To(Succeed())
 			g.Expect(v1alpha1.FindCondition(getCluster(g, ns, "quota").Status.Conditions, v1alpha1.ConditionDegraded)).
 				To(HaveField("Status", metav1.ConditionFalse))

@@ -168,6 +168,9 @@ func (w *simWorld) changeSomething() {
 		w.changeSpec("image "+img, func(s *v1alpha1.NameServerClusterSpec) { s.Image = img })
 	case 3:
 		v := fmt.Sprint(5000 + 1000*r.IntN(4))
+		if r.IntN(4) == 0 {
+			v = "5s" // the NameServer refuses it
+		}
 		w.changeSpec("config "+v, func(s *v1alpha1.NameServerClusterSpec) {
 			s.Config = map[string]v1alpha1.ConfigValue{"scanNotActiveBrokerInterval": v1alpha1.ConfigValue(v)}
 		})
@@ -219,6 +222,7 @@ func (w *simWorld) hurtAPod() {
 	case 1:
 		p.restarts++
 		w.startPeer(p)
+		w.checkConfig(o, p)
 		w.logf("pod %d's container restarts", o)
 	case 2:
 		if !p.terminating {
@@ -253,5 +257,8 @@ func (w *simWorld) calm(managers *[]*simManager) {
 	}
 	if w.c.Spec.Paused {
 		w.changeSpec("paused false", func(s *v1alpha1.NameServerClusterSpec) { s.Paused = false })
+	}
+	if render.ValidateConfig(w.c) != nil {
+		w.changeSpec("config fixed", func(s *v1alpha1.NameServerClusterSpec) { s.Config = nil })
 	}
 }

@@ -22,6 +22,8 @@ const (
 	invClaims     = "status claims only what was written"
 	invConverges  = "every history converges"
 	invNoOperator = "the operator never fails"
+	invConfig     = "a pod always finds its config"
+	invRefusal    = "a refused spec changes nothing"
 )
 
 // ownClientList is the client ConfigMap of the cluster's own namespace.
@@ -146,7 +148,9 @@ func (w *simWorld) checkRecorded() {
 // when every destination of the spec the pass read holds the lists the
 // status records.
 func (w *simWorld) checkClaim(c *v1alpha1.NameServerCluster, st v1alpha1.NameServerClusterStatus) {
-	if !meta.IsStatusConditionTrue(st.Conditions, string(v1alpha1.ConditionAddressesPublished)) {
+	cond := v1alpha1.FindCondition(st.Conditions, v1alpha1.ConditionAddressesPublished)
+	if cond == nil || cond.Status != "True" || cond.ObservedGeneration != c.Generation {
+		// A condition an earlier generation set claims nothing of this one.
 		return
 	}
 	dests := []string{c.Namespace}
@@ -163,6 +167,31 @@ func (w *simWorld) checkClaim(c *v1alpha1.NameServerCluster, st v1alpha1.NameSer
 	}
 }
 
+// checkConfig, when a pod (re)starts: the config ConfigMap it mounts
+// exists and holds the properties of its own template, not those of a
+// revision the roll has yet to bring it.
+func (w *simWorld) checkConfig(ordinal int32, p *simPod) {
+	switch sum, ok := w.configs[p.configMap]; {
+	case !ok:
+		w.violate(invConfig, "pod %d starts, its config ConfigMap %q does not exist", ordinal, p.configMap)
+	case sum != p.config:
+		w.violate(invConfig, "pod %d starts with the properties of another revision than its template's (%s)", ordinal, p.configMap)
+	}
+}
+
+// checkConfigDeletion, when a config ConfigMap is deleted: no pod mounts
+// it, and the StatefulSet controller will create none that does.
+func (w *simWorld) checkConfigDeletion(name string) {
+	for o, p := range w.pods {
+		if p.configMap == name {
+			w.violate(invConfig, "config ConfigMap %s deleted while pod %d mounts it", name, o)
+		}
+	}
+	if s := w.sts; s != nil && s.observedConfigMap == name {
+		w.violate(invConfig, "config ConfigMap %s deleted while the StatefulSet controller creates pods with it", name)
+	}
+}
+
 // converged tells whether the cluster is at its spec, and if not why.
 func (w *simWorld) converged(opts render.Options) string {
 	c, s := w.c, w.sts
@@ -174,6 +203,8 @@ func (w *simWorld) converged(opts render.Options) string {
 		return "the pod template is not the spec's: " + s.template
 	case len(w.pods) != int(n):
 		return fmt.Sprintf("%d pods run, %d wanted", len(w.pods), n)
+	case len(w.configs) != 1:
+		return fmt.Sprintf("config ConfigMaps %v remain", w.configs)
 	case c.Status.ObservedGeneration != c.Generation:
 		return "status describes an older generation"
 	case c.Status.PublishedReplicas != n || c.Status.DrainStartTime != nil:

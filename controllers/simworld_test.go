@@ -45,6 +45,9 @@ type simWorld struct {
 	rv   int64
 	sts  *simSTS
 	pods map[int32]*simPod
+	// configs are the config ConfigMaps: the checksum of the properties
+	// each holds, by name.
+	configs map[string]string
 	// cms are the address ConfigMaps, in every namespace.
 	cms    map[types.NamespacedName]map[string]string
 	kvFile string
@@ -65,7 +68,7 @@ type simWorld struct {
 	// brokers and the declared-KV file.
 	routeLag, kvLag bool
 
-	// templates caches the pod templates by generation.
+	// templates caches what the spec renders, by generation.
 	templates map[string]string
 	// dropped is when each address left the last client list that named it.
 	dropped map[string]time.Time
@@ -78,15 +81,24 @@ type simWorld struct {
 type simSTS struct {
 	replicas             int32
 	template             string
+	configMap            string
 	remoting, http       int32
 	extra                []int32
 	generation, observed int64
 	updateRevision       string
+	// observedConfigMap is the config ConfigMap of the template its
+	// controller observed: the one new pods mount; observedConfig the
+	// checksum of that template's properties.
+	observedConfigMap, observedConfig string
+	config                            string
 }
 
 // simPod is a pod and the NameServer in it.
 type simPod struct {
-	revision       string
+	revision  string
+	configMap string
+	// config is the checksum of the properties of its template.
+	config         string
 	ip             string
 	remoting, http int32
 	extra          []int32
@@ -119,6 +131,7 @@ func newSimWorld(seed uint64, tracing bool) *simWorld {
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		now:     time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
 		pods:    map[int32]*simPod{},
+		configs: map[string]string{},
 		cms:     map[types.NamespacedName]map[string]string{},
 		ext:     map[int32]bool{},
 		refused: map[string]bool{},
@@ -249,16 +262,31 @@ func simTemplate(c *v1alpha1.NameServerCluster, opts render.Options, extra []int
 	return fmt.Sprintf("%s|%s|%d|%d|%v", render.Image(c, opts), render.ConfigChecksum(c), c.Spec.Ports.Remoting, c.Spec.Ports.HTTP, extra)
 }
 
+// configMapName and configSum are render.ConfigMapName and
+// render.ConfigChecksum, remembered for the spec's generation.
+func (w *simWorld) configMapName(c *v1alpha1.NameServerCluster) string {
+	return w.remember(fmt.Sprint("config ", c.Generation), func() string { return render.ConfigMapName(c) })
+}
+
+func (w *simWorld) configSum(c *v1alpha1.NameServerCluster) string {
+	return w.remember(fmt.Sprint("sum ", c.Generation), func() string { return render.ConfigChecksum(c) })
+}
+
+// remember caches what a spec renders, by key.
+func (w *simWorld) remember(key string, render func() string) string {
+	if w.templates == nil || len(w.templates) > 64 {
+		w.templates = map[string]string{}
+	}
+	if v, ok := w.templates[key]; ok {
+		return v
+	}
+	w.templates[key] = render()
+	return w.templates[key]
+}
+
 // template is simTemplate, remembered for the spec's generation.
 func (w *simWorld) template(c *v1alpha1.NameServerCluster, opts render.Options, extra []int32) string {
-	key := fmt.Sprint(c.Generation, opts.DefaultImage, extra)
-	if w.templates == nil || w.templates[key] == "" {
-		if w.templates == nil || len(w.templates) > 64 {
-			w.templates = map[string]string{}
-		}
-		w.templates[key] = simTemplate(c, opts, extra)
-	}
-	return w.templates[key]
+	return w.remember(fmt.Sprint(c.Generation, opts.DefaultImage, extra), func() string { return simTemplate(c, opts, extra) })
 }
 
 // step advances the world by dt: the StatefulSet controller, the kubelet,
@@ -267,7 +295,7 @@ func (w *simWorld) step(dt time.Duration) {
 	w.now = w.now.Add(dt)
 	s := w.sts
 	if s != nil && s.observed < s.generation && w.rng.IntN(3) > 0 {
-		s.observed, s.updateRevision = s.generation, s.template
+		s.observed, s.updateRevision, s.observedConfigMap, s.observedConfig = s.generation, s.template, s.configMap, s.config
 	}
 	for _, ordinal := range sortedKeys(w.pods) {
 		p := w.pods[ordinal]
@@ -304,8 +332,10 @@ func (w *simWorld) step(dt time.Duration) {
 func (w *simWorld) createPod(ordinal int32) {
 	s := w.sts
 	w.nextIP++
-	p := &simPod{revision: s.updateRevision, ip: fmt.Sprintf("10.0.%d.%d", w.nextIP/250, w.nextIP%250), remoting: s.remoting, http: s.http, extra: slices.Clone(s.extra), kv: digestOf(w.kvFile)}
+	p := &simPod{revision: s.updateRevision, configMap: s.observedConfigMap, config: s.observedConfig, ip: fmt.Sprintf("10.0.%d.%d", w.nextIP/250, w.nextIP%250),
+		remoting: s.remoting, http: s.http, extra: slices.Clone(s.extra), kv: digestOf(w.kvFile)}
 	w.checkPorts(ordinal, p)
+	w.checkConfig(ordinal, p)
 	w.startPeer(p)
 	w.pods[ordinal] = p
 	w.logf("pod %d created at %s (ports %d %v)", ordinal, shortRev(p.revision), p.remoting, p.extra)
@@ -361,14 +391,15 @@ func (w *simWorld) observe(m *simManager) *observed {
 		o.sts = &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Generation: s.generation},
 			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(s.replicas), Template: corev1.PodTemplateSpec{
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Args: args}}}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Args: args}}, Volumes: []corev1.Volume{{Name: render.ConfigVolume,
+					VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: s.configMap}}}}}}}},
 			Status: appsv1.StatefulSetStatus{ObservedGeneration: s.observed, UpdateRevision: s.updateRevision},
 		}
 	}
 	m.state.Peers = map[int32]routecheck.Observation{}
 	for ordinal, p := range w.pods {
 		o.peers[ordinal] = publish.Peer{Terminating: p.terminating, Ready: p.ready(), IP: p.ip, Revision: p.revision,
-			RemotingPort: p.remoting, HTTPPort: p.http, Restarts: p.restarts}
+			RemotingPort: p.remoting, HTTPPort: p.http, Restarts: p.restarts, ConfigMap: p.configMap}
 		if p.terminating {
 			continue
 		}
@@ -393,6 +424,10 @@ func (w *simWorld) observe(m *simManager) *observed {
 	for key := range w.cms {
 		o.addressConfigMaps = append(o.addressConfigMaps, key)
 	}
+	for name := range w.configs {
+		o.configMaps = append(o.configMaps, name)
+	}
+	slices.Sort(o.configMaps)
 	slices.SortFunc(o.addressConfigMaps, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	return o
 }
@@ -491,7 +526,16 @@ func (a *simActor) write(c *v1alpha1.NameServerCluster, d *decision, wr write) (
 	refuse := func(what string) (outcome, error) {
 		return outcome{problem: &problem{Reason: v1alpha1.RefusalAPIServer, Message: "refused " + what, Retry: true, Addresses: wr.kind == writeAddresses}}, nil
 	}
+	if render.ValidateConfig(c) != nil {
+		w.violate(invRefusal, "a pass whose spec.config is refused writes %v", wr)
+	}
 	switch wr.kind {
+	case writeConfig:
+		w.configs[w.configMapName(c)] = w.configSum(c)
+	case deleteConfig:
+		w.checkConfigDeletion(wr.name)
+		delete(w.configs, wr.name)
+		w.logf("config ConfigMap %s deleted", wr.name)
 	case writeKVConfig:
 		if file := string(d.kvFile); file != w.kvFile {
 			w.kvFile = file
@@ -584,12 +628,13 @@ func (w *simWorld) applyStatefulSet(c *v1alpha1.NameServerCluster, opts render.O
 		w.logf("statefulset: replicas %d -> %d, template %s", s.replicas, d.plan.Replicas, shortRev(tpl))
 	}
 	s.template, s.replicas, s.extra = tpl, d.plan.Replicas, slices.Clone(d.oldPorts)
+	s.configMap, s.config = w.configMapName(c), w.configSum(c)
 	s.remoting, s.http = c.Spec.Ports.Remoting, c.Spec.Ports.HTTP
 	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: s.generation}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(s.replicas)},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: s.observed, UpdateRevision: s.updateRevision}}
 }
 
-func (a *simActor) restart(_ *v1alpha1.NameServerCluster, ordinal int32) error {
+func (a *simActor) restart(c *v1alpha1.NameServerCluster, ordinal int32) error {
 	w := a.w
 	if err := a.crash(); err != nil {
 		return err
@@ -597,6 +642,9 @@ func (a *simActor) restart(_ *v1alpha1.NameServerCluster, ordinal int32) error {
 	p := w.pods[ordinal]
 	if p == nil {
 		return errors.New("pods not found")
+	}
+	if render.ValidateConfig(c) != nil {
+		w.violate(invRefusal, "a pass whose spec.config is refused restarts pod %d", ordinal)
 	}
 	w.checkFloor(ordinal)
 	w.terminate(ordinal, p)

@@ -222,6 +222,11 @@ func updateCluster(ns, name string, edit func(*v1alpha1.NameServerCluster)) {
 	}).Should(Succeed())
 }
 
+// configName is the config ConfigMap of a cluster's current spec.config.
+func configName(g Gomega, ns, name string) string {
+	return render.ConfigMapName(getCluster(g, ns, name))
+}
+
 // addressData reads an address ConfigMap's data.
 func addressData(g Gomega, ns, name string) map[string]string {
 	cm := &corev1.ConfigMap{}
@@ -265,6 +270,17 @@ func setPodAt(ns, cluster string, ordinal int, ready bool, ip, revision string, 
 	name := fmt.Sprintf("%s-%d", cluster, ordinal)
 	pod := &corev1.Pod{}
 	if err := k8sClient.Get(testCtx, key(ns, name), pod); err != nil {
+		// Like the StatefulSet controller, mount the config ConfigMap of
+		// the template as it is now.
+		var volumes []corev1.Volume
+		sts := &appsv1.StatefulSet{}
+		if k8sClient.Get(testCtx, key(ns, cluster), sts) == nil {
+			for _, v := range sts.Spec.Template.Spec.Volumes {
+				if v.Name == render.ConfigVolume {
+					volumes = append(volumes, v)
+				}
+			}
+		}
 		pod = &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 				render.LabelName: render.AppName, render.LabelInstance: cluster,
@@ -273,7 +289,7 @@ func setPodAt(ns, cluster string, ordinal int, ready bool, ip, revision string, 
 			}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Image: testImage, Ports: []corev1.ContainerPort{
 				{Name: "remoting", ContainerPort: port}, {Name: "http", ContainerPort: 8080},
-			}}}},
+			}}}, Volumes: volumes},
 		}
 		Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
 	}

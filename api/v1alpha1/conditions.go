@@ -117,6 +117,10 @@ const (
 	// RefusalInvalid: the API server found a rendered object invalid, for
 	// example a change to an immutable field.
 	RefusalInvalid ConditionReason = "ApplyInvalid"
+	// RefusalConfigInvalid: the NameServer would refuse spec.config (a
+	// value that does not parse, one out of range, a combination that would
+	// stop it); nothing of the spec is applied until it is fixed.
+	RefusalConfigInvalid ConditionReason = "ConfigInvalid"
 	// RefusalAPIServer: the API server refused a write it may accept later
 	// (a ResourceQuota, an admission webhook, a permission); the operator
 	// retries with back-off.

@@ -122,8 +122,17 @@ type NameServerClusterSpec struct {
 
 	// Config holds NameServer properties by their Java names (for example
 	// scanNotActiveBrokerInterval or orderMessageEnable). They are rendered
-	// into the namesrv.properties file the pods read; any change rolls the
-	// pods, one at a time (see spec.paused).
+	// into the namesrv.properties file the pods read, in a ConfigMap of each
+	// revision (<name>-config-<checksum>), so a change reaches a pod only
+	// when the roll restarts it, one at a time (see spec.paused); a pod the
+	// roll has not reached keeps its properties, even when its container
+	// restarts. Old revisions are deleted once no pod mounts them.
+	//
+	// The operator reads the file with the NameServer's own parser before it
+	// applies anything: a value the NameServer would refuse (one that does
+	// not parse as its property's type, is out of range, or a combination
+	// that would stop it) is refused with Degraded=True, reason
+	// ConfigInvalid, and nothing of that generation is applied.
 	//
 	// The operator also renders routeGateEnable=true and
 	// routeGateTimeoutSeconds (two broker rounds plus 15 s) unless set here:
@@ -833,7 +842,7 @@ type KVConfigStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-': it names the Services"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: pod names and their StatefulSet revision labels must fit in 63"
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.publish) || !has(self.spec.publish.configMapName) || !(self.spec.publish.configMapName in [self.metadata.name + '-config', self.metadata.name + '-kv'])",message="spec.publish.configMapName cannot be <name>-config or <name>-kv: those are the NameServer config and KV ConfigMaps"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.publish) || !has(self.spec.publish.configMapName) || !(self.spec.publish.configMapName in [self.metadata.name + '-config', self.metadata.name + '-kv'] || self.spec.publish.configMapName.startsWith(self.metadata.name + '-config-'))",message="spec.publish.configMapName cannot be <name>-config, <name>-config-* or <name>-kv: those are the NameServer config and KV ConfigMaps"
 type NameServerCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

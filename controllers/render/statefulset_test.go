@@ -139,7 +139,7 @@ func TestStatefulSetDefaults(t *testing.T) {
 	for _, v := range pod.Volumes {
 		vols[v.Name] = v.VolumeSource
 	}
-	if cm := vols["config"].ConfigMap; cm == nil || cm.Name != "ns1-config" || cm.Optional != nil {
+	if cm := vols["config"].ConfigMap; cm == nil || cm.Name != ConfigMapName(cluster()) || cm.Optional != nil {
 		t.Errorf("config volume = %+v", vols["config"])
 	}
 	for _, v := range []struct{ volume, configMap string }{
@@ -324,7 +324,7 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 						names[v.Name] = v.ConfigMap.Name
 					}
 				}
-				want := map[string]string{"config": "ns1-config", "namesrv-addr": "addr", "namesrv-broker-addr": "addr-brokers", "namesrv-kv": "ns1-kv"}
+				want := map[string]string{"config": ConfigMapName(cluster()), "namesrv-addr": "addr", "namesrv-broker-addr": "addr-brokers", "namesrv-kv": "ns1-kv"}
 				if !maps.Equal(names, want) {
 					t.Errorf("ConfigMap volumes = %v, want %v", names, want)
 				}
