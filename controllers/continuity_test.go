@@ -337,6 +337,12 @@ var _ = Describe("Route continuity", func() {
 				And(HaveField("Name", "remoting"), HaveField("ContainerPort", BeEquivalentTo(9877))),
 				And(HaveField("Name", "remoting-9876"), HaveField("ContainerPort", BeEquivalentTo(9876)))))
 			g.Expect(ctr.Args).To(ContainElements("--listen-port=9877", "--extra-listen-ports=9876"))
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(ContainElements(
+				And(HaveField("Name", "remoting"), HaveField("Port", BeEquivalentTo(9877))),
+				And(HaveField("Name", "remoting-9876"), HaveField("Port", BeEquivalentTo(9876)), HaveField("TargetPort.IntVal", BeEquivalentTo(9876)))),
+				"the client Service keeps the old port while clients may still use it")
 		}).Should(Succeed())
 		observeRevision(ns, "port", "r2")
 		Consistently(func(g Gomega) {
@@ -369,6 +375,9 @@ var _ = Describe("Route continuity", func() {
 			sts := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), sts)).To(Succeed())
 			g.Expect(sts.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--extra-listen-ports")))
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(HaveLen(2), "the client Service dropped the old port with the template")
 		}, 10*time.Second).Should(Succeed())
 	})
 })

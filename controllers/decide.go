@@ -1,11 +1,14 @@
 package controllers
 
 import (
+	"maps"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -45,12 +48,18 @@ type decision struct {
 	// portsUntil is when the last of them may go, zero when none waits.
 	oldPorts   []int32
 	portsUntil time.Time
+	// oldHTTPPorts are the HTTP ports, other than spec.ports.http, the
+	// client Service keeps.
+	oldHTTPPorts []int32
 	// unusedConfigs are the config ConfigMaps of older revisions of
 	// spec.config that nothing can mount any more.
 	unusedConfigs []string
-	// noJoins keeps every peer not listed yet out of the plan: their joins
-	// could not be recorded.
-	noJoins bool
+	// pendingLists tells, by listKind, whether some ConfigMap of the list
+	// does not hold the planned data yet: writing it changes the list.
+	pendingLists [3]bool
+	// holdLists keeps the address ConfigMaps as they are in this pass: the
+	// changes to them could not be recorded first.
+	holdLists bool
 	// destinations are where the address ConfigMaps go; targetProblems
 	// the targets that may not be written.
 	destinations   []destination
@@ -164,14 +173,27 @@ func (r *NameServerClusterReconciler) plan(c *v1alpha1.NameServerCluster, o *obs
 		DrainStart: drainStart,
 		Drain:      time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second,
 		Current:    current,
-		Joinable:   func(ordinal int32) bool { return !d.noJoins && d.joinable(o, ordinal) },
+		Joinable:   func(ordinal int32) bool { return d.joinable(o, ordinal) },
 		Ready:      func(ordinal int32) bool { return ready(o, ordinal) },
 		MayAnswer:  func(ordinal int32) bool { return mayAnswer(o, ordinal) },
 		Now:        o.now,
 	})
 	d.addresses(c, r.Render, o)
 	d.destinations, d.targetProblems = r.destinations(c, o)
+	for _, dest := range d.destinations {
+		for l := range d.pendingLists {
+			key := types.NamespacedName{Namespace: dest.namespace, Name: dest.configMapName(listKind(l))}
+			if digest, ok := o.listDigests[key]; !ok || digest != d.listDigest[l] {
+				d.pendingLists[l] = true
+			}
+		}
+	}
 	d.oldPorts, d.portsUntil = oldPorts(c, o, d)
+	var httpUntil time.Time
+	d.oldHTTPPorts, httpUntil = oldHTTPPorts(c, o, d)
+	if httpUntil.After(d.portsUntil) {
+		d.portsUntil = httpUntil
+	}
 	d.roll = rollout.Decide(r.rollInput(c, o, d))
 	d.unusedConfigs = unusedConfigMaps(c, o)
 }
@@ -256,6 +278,36 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 	return out, until
 }
 
+// oldHTTPPorts are the HTTP ports the client Service keeps besides
+// spec.ports.http while a move to a new one drains: the ports pods not
+// restarted yet serve, and those the Service has until drainSeconds after
+// the lists (which name the address server by the client Service and its
+// HTTP port) last changed, so that brokers and clients polling the address
+// server at the old port have followed.
+func oldHTTPPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32, time.Time) {
+	want := c.Spec.Ports.HTTP
+	set := map[int32]bool{}
+	for _, p := range o.peers {
+		if p.HTTPPort > 0 && p.HTTPPort != want && !p.Terminating {
+			set[p.HTTPPort] = true
+		}
+	}
+	drain := time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second
+	until := listsChanged(c, d, o.now).Add(drain)
+	if o.clientService != nil && o.now.Before(until) {
+		for _, p := range o.clientService.Spec.Ports {
+			if (p.Name == render.HTTPPortName || strings.HasPrefix(p.Name, render.HTTPPortName+"-")) && p.Port != want {
+				set[p.Port] = true
+			}
+		}
+	}
+	out := slices.Sorted(maps.Keys(set))
+	if len(out) == 0 || !o.now.Before(until) {
+		until = time.Time{}
+	}
+	return out, until
+}
+
 // listsChanged is when the lists last changed in every ConfigMap that holds
 // them: now when some list is about to change, was refused, or has no
 // record.
@@ -266,7 +318,7 @@ func listsChanged(c *v1alpha1.NameServerCluster, d *decision, now time.Time) tim
 		return now
 	}
 	for l, r := range []v1alpha1.PublishedListStatus{rec.Clients, rec.Brokers, rec.IPs} {
-		if r.ChangedTime == nil || r.Digest != d.listDigest[l] {
+		if r.ChangedTime == nil || r.Digest != d.listDigest[l] || d.pendingLists[l] {
 			return now
 		}
 		last = latest(last, r.ChangedTime.Time)

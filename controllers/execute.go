@@ -78,9 +78,9 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 	case writeHeadlessService:
 		ch = serviceChild(render.HeadlessService(c))
 	case writeClientService:
-		ch = serviceChild(render.ClientService(c))
+		ch = serviceChild(render.ClientService(c, render.OldPorts{Remoting: d.oldPorts, HTTP: d.oldHTTPPorts}))
 	case writeExternalService:
-		ch = serviceChild(render.ExternalService(c, w.ordinal))
+		ch = serviceChild(render.ExternalService(c, w.ordinal, d.oldPorts))
 	case deleteExternalService:
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.ExternalServiceName(c, w.ordinal)}}
 		return outcome{}, r.deleteChild(ctx, c, "Service", svc, "its peer no longer runs or spec.externalAccess is unset")

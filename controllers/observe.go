@@ -29,9 +29,13 @@ type observed struct {
 	peers map[int32]publish.Peer
 	// external are the per-peer external Services, by ordinal.
 	external map[int32]*corev1.Service
+	// clientService is the client Service, nil when it does not exist.
+	clientService *corev1.Service
 	// addressConfigMaps are the address ConfigMaps of the cluster that
-	// exist, in any namespace, found by their labels.
+	// exist, in any namespace, found by their labels; listDigests the
+	// digests of their data.
 	addressConfigMaps []types.NamespacedName
+	listDigests       map[types.NamespacedName]string
 	// configMaps are the config ConfigMaps of the cluster that exist, one
 	// per revision of spec.config, the shared one of earlier releases
 	// included.
@@ -72,6 +76,9 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		return nil, fmt.Errorf("listing the Services of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	for i := range svcs.Items {
+		if svcs.Items[i].Name == render.ClientServiceName(c) {
+			o.clientService = &svcs.Items[i]
+		}
 		for ordinal := range int32(maxOrdinal(c, o)) {
 			if svcs.Items[i].Name == render.ExternalServiceName(c, ordinal) {
 				o.external[ordinal] = &svcs.Items[i]
@@ -100,8 +107,11 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 	if err := r.List(ctx, cms, client.MatchingLabels(addressLabels(c.Namespace, c.Name))); err != nil {
 		return nil, fmt.Errorf("listing the address ConfigMaps of %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	o.listDigests = map[types.NamespacedName]string{}
 	for i := range cms.Items {
-		o.addressConfigMaps = append(o.addressConfigMaps, client.ObjectKeyFromObject(&cms.Items[i]))
+		key := client.ObjectKeyFromObject(&cms.Items[i])
+		o.addressConfigMaps = append(o.addressConfigMaps, key)
+		o.listDigests[key] = render.DataDigest(cms.Items[i].Data)
 	}
 	o.namespaces = map[string]*corev1.Namespace{}
 	for _, t := range c.Spec.Publish.Targets {

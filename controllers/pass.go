@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/kvcheck"
@@ -120,13 +121,16 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 		return refuseConfig(c, d, x, err, o.now)
 	}
 	r.plan(c, o, d)
-	recordErr := r.recordJoins(c, o, d, x)
+	recordErr := r.recordIntent(c, o, d, x)
 
 	res := &passResult{dec: d}
 	var stsAfter *appsv1.StatefulSet
 	var refused [3]bool
 	res.problems = append(res.problems, d.targetProblems...)
 	for _, w := range r.writes(c, o, d) {
+		if d.holdLists && (w.kind == writeAddresses || w.kind == deleteAddressCopy) {
+			continue
+		}
 		out, err := x.write(c, d, w)
 		if err != nil {
 			return nil, err
@@ -280,13 +284,17 @@ func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor
 	}
 }
 
-// recordJoins writes the status with the peers that join the client list
-// before any ConfigMap names them. When that write fails nobody joins in
-// this pass; the rest of the cluster is still brought to spec.
-func (r *NameServerClusterReconciler) recordJoins(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) error {
+// recordIntent writes, before any ConfigMap changes, the status with the
+// peers that join the client list, and the time at which the lists about to
+// change start to change. A peer is never named before status records it,
+// and a port a list stops naming is drained from no earlier than the write
+// that dropped it, even when the status write after the lists fails. When
+// this write fails nobody joins and no list is written in this pass; the
+// rest of the cluster is still brought to spec.
+func (r *NameServerClusterReconciler) recordIntent(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor) error {
 	before := publishedOrdinals(c)
 	joins := slices.ContainsFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
-	if !joins {
+	if !joins && !slices.Contains(d.pendingLists[:], true) {
 		return nil
 	}
 	growing := c.Status.DeepCopy()
@@ -298,11 +306,14 @@ func (r *NameServerClusterReconciler) recordJoins(c *v1alpha1.NameServerCluster,
 			growing.PublishedReplicas++
 		}
 	}
+	growing.Lists = markChanging(growing.Lists, d.pendingLists, o.now)
 	if err := x.writeStatus(c, *growing); err != nil {
-		// Planned again without them: a scale-down held only by them
-		// must not go on as if they had joined.
-		d.noJoins = true
-		r.plan(c, o, d)
+		// The lists stay as they are, and so does the StatefulSet's size:
+		// it must not shrink under a list it would have been written after.
+		d.holdLists = true
+		if o.sts != nil {
+			d.plan.Replicas = max(d.plan.Replicas, ptr.Deref(o.sts.Spec.Replicas, 1))
+		}
 		return err
 	}
 	return nil

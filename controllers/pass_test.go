@@ -67,8 +67,9 @@ func (a *recordingActor) event(*v1alpha1.NameServerCluster, *corev1.Pod, string,
 
 // 2 -> 1 with ordinal 0 ready and about to join, ordinal 1 the only listed
 // peer. The status write that records 0's join fails: 0 does not join, so
-// the scale-down is held by it, and the client list keeps 1. Dropping the
-// join but not the removal it allowed would write an empty list.
+// the scale-down is held by it, and the client list keeps 1 (it is not
+// written at all: its change could not be recorded). Dropping the join but
+// not the removal it allowed would write an empty list.
 func TestAJoinThatCannotBeRecordedHoldsTheScaleDownItAllowed(t *testing.T) {
 	c := &v1alpha1.NameServerCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 4},
@@ -92,10 +93,80 @@ func TestAJoinThatCannotBeRecordedHoldsTheScaleDownItAllowed(t *testing.T) {
 		t.Fatal("the pass went on after its join record failed")
 	}
 	want := []string{"ns1-1.ns1-headless.mq.svc.cluster.local:9876"}
-	if len(a.clients) != 1 || !slices.Equal(a.clients[0], want) {
-		t.Errorf("client lists written: %v; want %v, the peer that answers", a.clients, want)
+	for _, l := range a.clients {
+		if !slices.Equal(l, want) {
+			t.Errorf("client list written: %v; want none, or %v, the peer that answers", l, want)
+		}
 	}
 	if len(a.restarted) > 0 {
 		t.Errorf("restarted %v", a.restarted)
 	}
+}
+
+// A change of the lists is recorded (status.lists[].changedTime) before any
+// ConfigMap changes: a port that the change drops is drained from no earlier
+// than the write that dropped it, even when the status write after the
+// lists fails. When that record cannot be written, no list is written.
+func TestAListChangeIsRecordedBeforeItIsWritten(t *testing.T) {
+	c, o := shrinkingCluster()
+	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}}
+	a := &orderActor{}
+	if _, err := r.pass(c, o, a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.order) < 2 || a.order[0] != "status" || !slices.Contains(a.order, "clients") ||
+		slices.Index(a.order, "clients") < slices.Index(a.order, "status") {
+		t.Fatalf("acts %v: want the status record before the client list", a.order)
+	}
+	if ch := a.first.Lists; ch == nil || ch.Clients.ChangedTime == nil || !ch.Clients.ChangedTime.Time.Equal(statusNow) {
+		t.Errorf("the record before the lists: %+v; want the client list changing now", ch)
+	}
+
+	c, o = shrinkingCluster()
+	a = &orderActor{refuseStatus: true}
+	if _, err := r.pass(c, o, a); err == nil {
+		t.Fatal("the pass went on after its record failed")
+	}
+	if slices.Contains(a.order, "clients") || slices.Contains(a.order, "restart") {
+		t.Errorf("acts %v after the record failed; want no list written and no restart", a.order)
+	}
+	if a.replicas < 3 {
+		t.Errorf("the StatefulSet shrank to %d under lists that were not written", a.replicas)
+	}
+}
+
+// orderActor records the order of a pass's acts.
+type orderActor struct {
+	recordingActor
+	refuseStatus bool
+	order        []string
+	first        *v1alpha1.NameServerClusterStatus
+	replicas     int32
+}
+
+func (a *orderActor) writeStatus(c *v1alpha1.NameServerCluster, st v1alpha1.NameServerClusterStatus) error {
+	a.order = append(a.order, "status")
+	if a.refuseStatus {
+		return errors.New("conflict")
+	}
+	if a.first == nil {
+		a.first = st.DeepCopy()
+	}
+	c.Status = st
+	return nil
+}
+
+func (a *orderActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (outcome, error) {
+	switch {
+	case w.kind == writeAddresses && w.list == clientList:
+		a.order = append(a.order, "clients")
+	case w.kind == writeStatefulSet:
+		a.replicas = d.plan.Replicas
+	}
+	return outcome{}, nil
+}
+
+func (a *orderActor) restart(*v1alpha1.NameServerCluster, int32) error {
+	a.order = append(a.order, "restart")
+	return nil
 }

@@ -131,3 +131,40 @@ func TestATemplatePortStaysWhileAListWriteIsRefused(t *testing.T) {
 		t.Errorf("old ports %v; want 9876 (the template's, which the refused list names) and 9877 (the pod's)", ports)
 	}
 }
+
+// spec.ports.http moved 8080 -> 8081. The client Service keeps 8080 while a
+// pod still serves it, and while the lists that named the address server at
+// :8080 drain; then it goes.
+func TestTheClientServiceKeepsTheOldHTTPPortForTheDrain(t *testing.T) {
+	c := &v1alpha1.NameServerCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 5},
+		Spec: v1alpha1.NameServerClusterSpec{Replicas: ptr.To[int32](2), Ports: v1alpha1.Ports{Remoting: 9876, HTTP: 8081},
+			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](60)}},
+	}
+	o := &observed{now: statusNow, peers: map[int32]publish.Peer{
+		0: {Ready: true, RemotingPort: 9876, HTTPPort: 8080}, 1: {Ready: true, RemotingPort: 9876, HTTPPort: 8081}}}
+	o.clientService = &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+		{Name: "remoting", Port: 9876}, {Name: "http", Port: 8081}, {Name: "http-8080", Port: 8080}}}}
+	d := &decision{}
+	d.listData = listData(c, render.Options{ClusterDomain: "cluster.local"}, d.lists)
+	for l, data := range d.listData {
+		d.listDigest[l] = render.DataDigest(data)
+	}
+	moved := ptr.To(metav1.NewTime(statusNow.Add(-10 * time.Second)))
+	c.Status.Lists = &v1alpha1.PublishedListsStatus{
+		Clients: v1alpha1.PublishedListStatus{Digest: d.listDigest[clientList], ChangedTime: moved},
+		Brokers: v1alpha1.PublishedListStatus{Digest: d.listDigest[brokerList], ChangedTime: moved},
+		IPs:     v1alpha1.PublishedListStatus{Digest: d.listDigest[ipList], ChangedTime: moved},
+	}
+	if ports, _ := oldHTTPPorts(c, o, d); !slices.Equal(ports, []int32{8080}) {
+		t.Errorf("old HTTP ports %v while pod 0 serves 8080", ports)
+	}
+	o.peers[0] = publish.Peer{Ready: true, RemotingPort: 9876, HTTPPort: 8081}
+	if ports, until := oldHTTPPorts(c, o, d); !slices.Equal(ports, []int32{8080}) || !until.Equal(moved.Add(time.Minute)) {
+		t.Errorf("old HTTP ports %v until %v, 10 s after the lists moved; want 8080 until a drain after", ports, until)
+	}
+	o.now = moved.Add(time.Minute)
+	if ports, _ := oldHTTPPorts(c, o, d); len(ports) > 0 {
+		t.Errorf("old HTTP ports %v kept after the drain", ports)
+	}
+}

@@ -175,6 +175,11 @@ func (w *simWorld) changeSomething() {
 			s.Config = map[string]v1alpha1.ConfigValue{"scanNotActiveBrokerInterval": v1alpha1.ConfigValue(v)}
 		})
 	case 4:
+		if r.IntN(3) == 0 {
+			port := int32(8080 + r.IntN(2))
+			w.changeSpec(fmt.Sprint("http port ", port), func(s *v1alpha1.NameServerClusterSpec) { s.Ports.HTTP = port })
+			break
+		}
 		port := int32(9876 + r.IntN(3))
 		w.changeSpec(fmt.Sprint("remoting port ", port), func(s *v1alpha1.NameServerClusterSpec) { s.Ports.Remoting = port })
 	case 5:

@@ -144,6 +144,27 @@ func (w *simWorld) checkRecorded() {
 	}
 }
 
+// checkServicePorts, when the client Service's ports change: a port it
+// drops is neither a remoting port a client list names nor the HTTP port of
+// an address server domain a list names, now or within the drain.
+func (w *simWorld) checkServicePorts(remoting, http map[int32]bool) {
+	named := w.named()
+	for name, at := range w.dropped {
+		if w.now.Sub(at) < w.drain() {
+			named[name] = true
+		}
+	}
+	for name := range named {
+		port := portOf(strings.TrimPrefix(name, domainPrefix))
+		switch {
+		case strings.HasPrefix(name, domainPrefix) && w.svcHTTP[port] && !http[port]:
+			w.violate(invDrain, "the client Service drops HTTP port %d, which the address server domain %s in a list uses", port, name)
+		case !strings.HasPrefix(name, domainPrefix) && w.svcRemoting[port] && !remoting[port]:
+			w.violate(invDrain, "the client Service drops remoting port %d, which a client list names (%s)", port, name)
+		}
+	}
+}
+
 // checkClaim, once a pass wrote its status: AddressesPublished is True only
 // when every destination of the spec the pass read holds the lists the
 // status records.
@@ -205,6 +226,8 @@ func (w *simWorld) converged(opts render.Options) string {
 		return fmt.Sprintf("%d pods run, %d wanted", len(w.pods), n)
 	case len(w.configs) != 1:
 		return fmt.Sprintf("config ConfigMaps %v remain", w.configs)
+	case len(w.svcRemoting) != 1 || len(w.svcHTTP) != 1:
+		return fmt.Sprintf("the client Service keeps ports %v %v", w.svcRemoting, w.svcHTTP)
 	case c.Status.ObservedGeneration != c.Generation:
 		return "status describes an older generation"
 	case c.Status.PublishedReplicas != n || c.Status.DrainStartTime != nil:

@@ -48,10 +48,14 @@ type simWorld struct {
 	// configs are the config ConfigMaps: the checksum of the properties
 	// each holds, by name.
 	configs map[string]string
-	// cms are the address ConfigMaps, in every namespace.
-	cms    map[types.NamespacedName]map[string]string
-	kvFile string
-	ext    map[int32]bool
+	// cms are the address ConfigMaps, in every namespace, and the digests
+	// of their data.
+	cms       map[types.NamespacedName]map[string]string
+	cmDigests map[types.NamespacedName]string
+	kvFile    string
+	ext       map[int32]bool
+	// svc are the client Service's ports: remoting ones, and HTTP ones.
+	svcRemoting, svcHTTP map[int32]bool
 	// target says whether the target namespace exists and opted in.
 	targetExists, targetAccepts bool
 	brokers                     []peerstatus.Broker
@@ -127,16 +131,18 @@ type simPod struct {
 
 func newSimWorld(seed uint64, tracing bool) *simWorld {
 	w := &simWorld{
-		tracing: tracing,
-		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		now:     time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
-		pods:    map[int32]*simPod{},
-		configs: map[string]string{},
-		cms:     map[types.NamespacedName]map[string]string{},
-		ext:     map[int32]bool{},
-		refused: map[string]bool{},
-		dropped: map[string]time.Time{},
-		crashAt: -1,
+		tracing:     tracing,
+		rng:         rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		now:         time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC),
+		pods:        map[int32]*simPod{},
+		configs:     map[string]string{},
+		svcRemoting: map[int32]bool{}, svcHTTP: map[int32]bool{},
+		cms:       map[types.NamespacedName]map[string]string{},
+		cmDigests: map[types.NamespacedName]string{},
+		ext:       map[int32]bool{},
+		refused:   map[string]bool{},
+		dropped:   map[string]time.Time{},
+		crashAt:   -1,
 	}
 	w.c = &v1alpha1.NameServerCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", UID: "uid-ns1", Generation: 1},
@@ -414,6 +420,13 @@ func (w *simWorld) observe(m *simManager) *observed {
 	for ordinal := range w.ext {
 		o.external[ordinal] = &corev1.Service{}
 	}
+	o.clientService = &corev1.Service{}
+	for _, p := range slices.Sorted(maps.Keys(w.svcRemoting)) {
+		o.clientService.Spec.Ports = append(o.clientService.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint("remoting-", p), Port: p})
+	}
+	for _, p := range slices.Sorted(maps.Keys(w.svcHTTP)) {
+		o.clientService.Spec.Ports = append(o.clientService.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint("http-", p), Port: p})
+	}
 	if w.targetExists {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: simTarget}}
 		if w.targetAccepts {
@@ -421,8 +434,10 @@ func (w *simWorld) observe(m *simManager) *observed {
 		}
 		o.namespaces[simTarget] = ns
 	}
+	o.listDigests = map[types.NamespacedName]string{}
 	for key := range w.cms {
 		o.addressConfigMaps = append(o.addressConfigMaps, key)
+		o.listDigests[key] = w.cmDigests[key]
 	}
 	for name := range w.configs {
 		o.configMaps = append(o.configMaps, name)
@@ -548,6 +563,8 @@ func (a *simActor) write(c *v1alpha1.NameServerCluster, d *decision, wr write) (
 				p.kvNext, p.kvAt = digestOf(file), w.now.Add(lag)
 			}
 		}
+	case writeClientService:
+		w.applyClientService(c, d)
 	case writeExternalService:
 		w.ext[wr.ordinal] = true
 	case deleteExternalService:
@@ -572,39 +589,55 @@ func (a *simActor) write(c *v1alpha1.NameServerCluster, d *decision, wr write) (
 func (a *simActor) opts() render.Options { return a.m.r.Render }
 
 // writeConfigMap writes (nil data: deletes) an address ConfigMap, and
-// remembers when an address left the last client list that named it.
+// remembers when an address left the last client list that named it, and
+// an address server domain the last list that named it.
 func (w *simWorld) writeConfigMap(key types.NamespacedName, data map[string]string) {
+	if data == nil {
+		delete(w.cmDigests, key)
+	} else {
+		w.cmDigests[key] = render.DataDigest(data)
+	}
 	old, had := w.cms[key]
-	if had == (data != nil) && maps.Equal(old, data) {
+	if had == (data != nil) && maps.Equal(old, data) || strings.HasSuffix(key.Name, v1alpha1.IPsConfigMapSuffix) {
+		if data == nil {
+			delete(w.cms, key)
+		} else {
+			w.cms[key] = data
+		}
 		return
 	}
-	client := !strings.HasSuffix(key.Name, v1alpha1.BrokerConfigMapSuffix) && !strings.HasSuffix(key.Name, v1alpha1.IPsConfigMapSuffix)
-	var before map[string]bool
-	if client {
-		before = w.namedAddresses()
-	}
+	before := w.named()
 	if data == nil {
 		delete(w.cms, key)
 	} else {
 		w.cms[key] = data
 	}
-	if !client {
-		return
-	}
-	after := w.namedAddresses()
-	for addr := range before {
-		if !after[addr] {
-			w.dropped[addr] = w.now
+	after := w.named()
+	for name := range before {
+		if !after[name] {
+			w.dropped[name] = w.now
 		}
 	}
-	w.logf("client list %s: %s", key, data[v1alpha1.NamesrvAddrKey])
+	w.logf("list %s: %s", key, data[v1alpha1.NamesrvAddrKey])
 }
 
-// namedAddresses are the addresses some client list names now.
-func (w *simWorld) namedAddresses() map[string]bool {
+// domainPrefix marks an address server domain among the names of named.
+const domainPrefix = "domain "
+
+// named are the addresses some client list names now, and the address
+// server domains (prefixed by domainPrefix) some list names.
+func (w *simWorld) named() map[string]bool {
 	out := map[string]bool{}
 	for key, data := range w.cms {
-		if strings.HasSuffix(key.Name, v1alpha1.BrokerConfigMapSuffix) || strings.HasSuffix(key.Name, v1alpha1.IPsConfigMapSuffix) {
+		if strings.HasSuffix(key.Name, v1alpha1.IPsConfigMapSuffix) {
+			continue
+		}
+		for _, k := range []string{v1alpha1.ClientAddressServerDomainKey, v1alpha1.AddressServerDomainKey} {
+			if data[k] != "" {
+				out[domainPrefix+data[k]] = true
+			}
+		}
+		if strings.HasSuffix(key.Name, v1alpha1.BrokerConfigMapSuffix) {
 			continue
 		}
 		for _, a := range strings.Split(data[v1alpha1.NamesrvAddrKey], ";") {
@@ -614,6 +647,32 @@ func (w *simWorld) namedAddresses() map[string]bool {
 		}
 	}
 	return out
+}
+
+// namedAddresses are the addresses some client list names now.
+func (w *simWorld) namedAddresses() map[string]bool {
+	out := w.named()
+	for name := range out {
+		if strings.HasPrefix(name, domainPrefix) {
+			delete(out, name)
+		}
+	}
+	return out
+}
+
+// applyClientService gives the client Service the ports render.ClientService
+// renders for the pass.
+func (w *simWorld) applyClientService(c *v1alpha1.NameServerCluster, d *decision) {
+	remoting := map[int32]bool{c.Spec.Ports.Remoting: true}
+	for _, p := range d.oldPorts {
+		remoting[p] = true
+	}
+	http := map[int32]bool{c.Spec.Ports.HTTP: true}
+	for _, p := range d.oldHTTPPorts {
+		http[p] = true
+	}
+	w.checkServicePorts(remoting, http)
+	w.svcRemoting, w.svcHTTP = remoting, http
 }
 
 // applyStatefulSet applies the StatefulSet as rendered for the pass.

@@ -272,6 +272,20 @@ func keepPublished(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus) [
 	return peers
 }
 
+// markChanging records that the pending lists start to change now.
+func markChanging(rec *v1alpha1.PublishedListsStatus, pending [3]bool, now time.Time) *v1alpha1.PublishedListsStatus {
+	out := &v1alpha1.PublishedListsStatus{}
+	if rec != nil {
+		out = rec.DeepCopy()
+	}
+	for l, r := range []*v1alpha1.PublishedListStatus{&out.Clients, &out.Brokers, &out.IPs} {
+		if pending[l] {
+			r.ChangedTime = ptr.To(metav1.NewTime(now))
+		}
+	}
+	return out
+}
+
 // recordLists updates the record of the lists: a list every ConfigMap of
 // which was written with new data changes now.
 func recordLists(rec *v1alpha1.PublishedListsStatus, digests [3]string, refused [3]bool, now time.Time) *v1alpha1.PublishedListsStatus {
