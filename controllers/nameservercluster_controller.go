@@ -73,9 +73,16 @@ type NameServerClusterReconciler struct {
 	// Peers reads the NameServers; SetupWithManager creates one over HTTP
 	// when it is nil.
 	Peers *peerclient.Observer
+	// Identity names this operator install in status.manager: another
+	// install defers to the one named there (see manager.go).
+	Identity string
+	// TakeoverAfter is how long the manager named in status.manager must
+	// look gone before this one takes a cluster over; 5 minutes when zero.
+	TakeoverAfter time.Duration
 
-	retries   backoffs
-	published publishTimes
+	retries     backoffs
+	published   publishTimes
+	generations generations
 }
 
 // RBAC, least privilege. Children are written by server-side apply (patch;

@@ -100,6 +100,9 @@ type passResult struct {
 	problems    []problem
 	// published tells whether every address ConfigMap holds the lists.
 	published bool
+	// deferred says why another manager's cluster was left alone; the pass
+	// did nothing else.
+	deferred string
 }
 
 // pass decides and acts on one observation of a cluster. Order matters for
@@ -112,13 +115,29 @@ type passResult struct {
 // drain start no earlier than the shrink it times. The StatefulSet, which
 // shrinks only once a recorded drain is over, comes after the lists.
 func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *observed, x actor) (*passResult, error) {
+	act, claim, why := r.ownership(c, o.now)
+	if !act {
+		return &passResult{dec: &decision{}, deferred: why}, nil
+	}
+	if claim {
+		prev := c.Status.Manager
+		st := c.Status.DeepCopy()
+		r.stamp(c.Status, st, o.now)
+		if err := x.writeStatus(c, *st); err != nil {
+			return nil, err
+		}
+		if prev != nil && prev.Identity != "" {
+			x.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventManagerTookOver, "TakeOver",
+				"%s took over the cluster from %s: %s", r.Identity, prev.Identity, why)
+		}
+	}
 	d, err := r.check(c, o)
 	if err != nil {
 		return nil, err
 	}
 	actOnPeers(c, o, d, x)
 	if err := render.ValidateConfig(c); err != nil {
-		return refuseConfig(c, d, x, err, o.now)
+		return r.refuseConfig(c, d, x, err, o.now)
 	}
 	r.plan(c, o, d)
 	recordErr := r.recordIntent(c, o, d, x)
@@ -164,6 +183,7 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 	res.status = computeStatus(statusInput{
 		Cluster: c, Obs: o, Dec: d, StatefulSet: stsAfter, Problems: res.problems, Refused: refused, Now: o.now,
 	}, r.Render)
+	r.stamp(c.Status, &res.status, o.now)
 	res.old = c.Status
 	if err := x.writeStatus(c, res.status); err != nil {
 		return nil, err
@@ -176,7 +196,7 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 // config), but nothing of the spec is applied and no pod restarts, so the
 // cluster runs on as it was until spec.config is fixed; the status says
 // why.
-func refuseConfig(c *v1alpha1.NameServerCluster, d *decision, x actor, invalid error, now time.Time) (*passResult, error) {
+func (r *NameServerClusterReconciler) refuseConfig(c *v1alpha1.NameServerCluster, d *decision, x actor, invalid error, now time.Time) (*passResult, error) {
 	p := problem{Reason: v1alpha1.RefusalConfigInvalid, Message: fmt.Sprintf(
 		"spec.config is refused, nothing of generation %d is applied until it is fixed: %v", c.Generation, invalid)}
 	st := *c.Status.DeepCopy()
@@ -186,6 +206,7 @@ func refuseConfig(c *v1alpha1.NameServerCluster, d *decision, x actor, invalid e
 	}
 	set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, p.Reason, p.Message)
 	set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonBlocked, "cannot reach the spec: "+p.Message)
+	r.stamp(c.Status, &st, now)
 	res := &passResult{dec: d, old: c.Status, status: st, problems: []problem{p}}
 	if err := x.writeStatus(c, st); err != nil {
 		return nil, err
@@ -307,6 +328,7 @@ func (r *NameServerClusterReconciler) recordIntent(c *v1alpha1.NameServerCluster
 		}
 	}
 	growing.Lists = markChanging(growing.Lists, d.pendingLists, o.now)
+	r.stamp(c.Status, growing, o.now)
 	if err := x.writeStatus(c, *growing); err != nil {
 		// The lists stay as they are, and so does the StatefulSet's size:
 		// it must not shrink under a list it would have been written after.

@@ -20,6 +20,10 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
 
+// testManager is the identity of the manager of the clusters of the pass
+// tests.
+const testManager = "test/kube-namesrv"
+
 // recordingActor records what a pass did; its status writes fail with
 // statusErr when set, and a gate request opens the gate when opens is set.
 type recordingActor struct {
@@ -75,8 +79,8 @@ func TestAJoinThatCannotBeRecordedHoldsTheScaleDownItAllowed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 4},
 		Spec: v1alpha1.NameServerClusterSpec{Replicas: ptr.To[int32](1), Ports: v1alpha1.Ports{Remoting: 9876, HTTP: 8080},
 			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](60)}},
-		Status: v1alpha1.NameServerClusterStatus{Peers: []v1alpha1.PeerStatus{{Ordinal: 1, Name: "ns1-1", Published: true,
-			Address: "ns1-1.ns1-headless.mq.svc.cluster.local:9876"}}},
+		Status: v1alpha1.NameServerClusterStatus{Manager: &v1alpha1.ManagerStatus{Identity: testManager},
+			Peers: []v1alpha1.PeerStatus{{Ordinal: 1, Name: "ns1-1", Published: true, Address: "ns1-1.ns1-headless.mq.svc.cluster.local:9876"}}},
 	}
 	o := &observed{now: statusNow, round: 30 * time.Second, peers: map[int32]publish.Peer{},
 		state: &peerclient.Cluster{Peers: map[int32]routecheck.Observation{}}}
@@ -88,7 +92,7 @@ func TestAJoinThatCannotBeRecordedHoldsTheScaleDownItAllowed(t *testing.T) {
 	o.sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdateRevision: "new"}}
 	a := &recordingActor{statusErr: errors.New("conflict")}
-	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}}
+	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}, Identity: testManager}
 	if _, err := r.pass(c, o, a); err == nil {
 		t.Fatal("the pass went on after its join record failed")
 	}
@@ -109,7 +113,7 @@ func TestAJoinThatCannotBeRecordedHoldsTheScaleDownItAllowed(t *testing.T) {
 // lists fails. When that record cannot be written, no list is written.
 func TestAListChangeIsRecordedBeforeItIsWritten(t *testing.T) {
 	c, o := shrinkingCluster()
-	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}}
+	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}, Identity: testManager}
 	a := &orderActor{}
 	if _, err := r.pass(c, o, a); err != nil {
 		t.Fatal(err)

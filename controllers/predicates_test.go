@@ -135,7 +135,7 @@ func TestAPeerWhoseGateThePassOpensIsNotTakenForSilent(t *testing.T) {
 	o.peers[2] = restarted
 	o.state.Peers[2].Summary.Gate.Open = false
 	a := &recordingActor{opens: true}
-	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}}
+	r := &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local"}, Identity: testManager}
 	if _, err := r.pass(c, o, a); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ func shrinkingCluster() (*v1alpha1.NameServerCluster, *observed) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "mq", Name: "ns1", Generation: 4},
 		Spec: v1alpha1.NameServerClusterSpec{Replicas: ptr.To[int32](2), Ports: v1alpha1.Ports{Remoting: 9876, HTTP: 8080},
 			Publish: v1alpha1.PublishSpec{DrainSeconds: ptr.To[int32](60)}},
+		Status: v1alpha1.NameServerClusterStatus{Manager: &v1alpha1.ManagerStatus{Identity: testManager}},
 	}
 	for ord := range int32(3) {
 		c.Status.Peers = append(c.Status.Peers, v1alpha1.PeerStatus{Ordinal: ord, Name: fmt.Sprintf("ns1-%d", ord), Published: true,

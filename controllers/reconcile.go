@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
@@ -24,6 +25,13 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx})
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if res.deferred != "" {
+		// Another install manages it: this one neither acts nor reports,
+		// and looks again for the other being gone.
+		logf.FromContext(ctx).V(1).Info("leaving the cluster to its manager", "reason", res.deferred)
+		metrics.Forget(c.Namespace, c.Name)
+		return ctrl.Result{RequeueAfter: r.takeoverAfter() / 2}, nil
 	}
 	r.warnTransitions(c, res.old, res.status, res.problems)
 	r.recordMetrics(c, res.dec, res.published, o.now)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,9 +16,7 @@ import (
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/internal/testflags"
-	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
-	"github.com/kube-namesrv/kube-namesrv/controllers/routecheck"
 )
 
 var simSeed, simHistories = testflags.Seed, testflags.Histories
@@ -76,7 +75,7 @@ func TestSimulation(t *testing.T) {
 // until the cluster converges.
 func runHistory(seed uint64, tracing bool) *simWorld {
 	w := newSimWorld(seed, tracing)
-	managers := []*simManager{newSimManager("namesrv:v1")}
+	managers := []*simManager{newSimManager("ops/kube-namesrv")}
 	w.logf("replicas %d", desired(w.c))
 	for range 6 + w.rng.IntN(14) {
 		w.disturb(&managers)
@@ -94,11 +93,11 @@ func runHistory(seed uint64, tracing bool) *simWorld {
 		for _, m := range managers {
 			w.runPass(m)
 		}
-		if len(w.violations) > 0 || w.converged(managers[0].r.Render) == "" {
+		if len(w.violations) > 0 || w.converged(w.owner(managers).r.Render) == "" {
 			return w
 		}
 	}
-	w.violate(invConverges, "after the faults stopped: %s", w.converged(managers[0].r.Render))
+	w.violate(invConverges, "after the faults stopped: %s", w.converged(w.owner(managers).r.Render))
 	return w
 }
 
@@ -147,9 +146,26 @@ func (w *simWorld) disturb(managers *[]*simManager) {
 		w.logf("target namespace exists %v, accepts %v", w.targetExists, w.targetAccepts)
 	}
 	if r.IntN(25) == 0 {
-		m := (*managers)[r.IntN(len(*managers))]
-		m.state = &peerclient.Cluster{Peers: map[int32]routecheck.Observation{}}
-		w.logf("a manager restarts")
+		i := r.IntN(len(*managers))
+		m := (*managers)[i]
+		(*managers)[i] = newSimManager(m.r.Identity)
+		w.logf("manager %s restarts with only what status persisted", m.r.Identity)
+	}
+	if r.IntN(30) == 0 {
+		switch {
+		case len(*managers) == 1:
+			// A second install, of another version.
+			other := "other/kube-namesrv"
+			if (*managers)[0].r.Identity == other {
+				other = "ops/kube-namesrv"
+			}
+			*managers = append(*managers, newSimManager(other))
+			w.logf("manager %s starts", other)
+		default:
+			i := r.IntN(2)
+			w.logf("manager %s is uninstalled", (*managers)[i].r.Identity)
+			*managers = slices.Delete(*managers, i, i+1)
+		}
 	}
 	if r.IntN(25) == 0 {
 		w.crashAt = 1 + r.IntN(12)

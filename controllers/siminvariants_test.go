@@ -24,6 +24,7 @@ const (
 	invNoOperator = "the operator never fails"
 	invConfig     = "a pod always finds its config"
 	invRefusal    = "a refused spec changes nothing"
+	invOneManager = "one manager acts on a cluster"
 )
 
 // ownClientList is the client ConfigMap of the cluster's own namespace.
@@ -210,6 +211,14 @@ func (w *simWorld) checkConfigDeletion(name string) {
 	}
 	if s := w.sts; s != nil && s.observedConfigMap == name {
 		w.violate(invConfig, "config ConfigMap %s deleted while the StatefulSet controller creates pods with it", name)
+	}
+}
+
+// checkOneManager, when a manager acts: the status names it as the
+// cluster's manager; it claimed the cluster before acting.
+func (w *simWorld) checkOneManager(m *simManager, act string) {
+	if owner := w.c.Status.Manager; owner == nil || owner.Identity != m.r.Identity {
+		w.violate(invOneManager, "%s %s while the status names %+v", m.r.Identity, act, owner)
 	}
 }
 

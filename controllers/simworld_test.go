@@ -374,11 +374,26 @@ type simManager struct {
 	state *peerclient.Cluster
 }
 
-func newSimManager(image string) *simManager {
+// The two operator installs of the simulation, of two versions: their
+// default NameServer images, hence their templates, differ.
+var simInstalls = map[string]string{"ops/kube-namesrv": "namesrv:v1", "other/kube-namesrv": "namesrv:v9"}
+
+// newSimManager is a (re)started operator install.
+func newSimManager(identity string) *simManager {
 	return &simManager{
-		r:     &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local", DefaultImage: image}},
+		r: &NameServerClusterReconciler{Render: render.Options{ClusterDomain: "cluster.local", DefaultImage: simInstalls[identity]},
+			Identity: identity},
 		state: &peerclient.Cluster{Peers: map[int32]routecheck.Observation{}},
 	}
+}
+
+// owner is the manager the status names, even uninstalled (a cluster at
+// rest stays as its manager left it), else the first one running.
+func (w *simWorld) owner(managers []*simManager) *simManager {
+	if m := w.c.Status.Manager; m != nil && simInstalls[m.Identity] != "" {
+		return newSimManager(m.Identity)
+	}
+	return managers[0]
 }
 
 // observe is what the manager's observe would read of the world.
@@ -538,6 +553,7 @@ func (a *simActor) write(c *v1alpha1.NameServerCluster, d *decision, wr write) (
 	if err := a.crash(); err != nil {
 		return outcome{}, err
 	}
+	w.checkOneManager(a.m, fmt.Sprintf("writes %+v", wr))
 	refuse := func(what string) (outcome, error) {
 		return outcome{problem: &problem{Reason: v1alpha1.RefusalAPIServer, Message: "refused " + what, Retry: true, Addresses: wr.kind == writeAddresses}}, nil
 	}
@@ -705,6 +721,7 @@ func (a *simActor) restart(c *v1alpha1.NameServerCluster, ordinal int32) error {
 	if render.ValidateConfig(c) != nil {
 		w.violate(invRefusal, "a pass whose spec.config is refused restarts pod %d", ordinal)
 	}
+	w.checkOneManager(a.m, fmt.Sprint("restarts pod ", ordinal))
 	w.checkFloor(ordinal)
 	w.terminate(ordinal, p)
 	a.restarted = append(a.restarted, ordinal)

@@ -120,6 +120,15 @@ func startManager(namespaces []string) { startManagerWith(namespaces, nil) }
 // startManagerWith runs the manager with the reconciler's client wrapped by
 // wrap (when not nil), to inject API failures.
 func startManagerWith(namespaces []string, wrap func(client.Client) client.Client) {
+	stopManager = runManager(namespaces, wrap, func(*NameServerClusterReconciler) {})
+}
+
+// testIdentity names the suite's manager in status.manager.
+const testIdentity = "kube-namesrv-system/kube-namesrv"
+
+// runManager runs a manager of the operator, its reconciler set up by edit,
+// and returns what stops it.
+func runManager(namespaces []string, wrap func(client.Client) client.Client, edit func(*NameServerClusterReconciler)) func() {
 	mgr, err := ctrl.NewManager(managerConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -133,7 +142,7 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 	if wrap != nil {
 		c = wrap(c)
 	}
-	Expect((&NameServerClusterReconciler{
+	r := &NameServerClusterReconciler{
 		Client:     c,
 		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("kube-namesrv"),
@@ -141,7 +150,10 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 		Namespaces: namespaces,
 		Clock:      clock.RealClock{},
 		Peers:      &peerclient.Observer{Client: testPeers},
-	}).SetupWithManager(mgr)).To(Succeed())
+		Identity:   testIdentity,
+	}
+	edit(r)
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
@@ -150,7 +162,7 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 		defer close(done)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-	stopManager = func() {
+	return func() {
 		cancel()
 		<-done
 	}

@@ -142,6 +142,7 @@ const (
 	EventRoutesConsistent   EventReason = "RoutesConsistent"
 	EventKVConfigCorrected  EventReason = "KVConfigCorrected"
 	EventKVConfigDrift      EventReason = "KVConfigDrift"
+	EventManagerTookOver    EventReason = "ManagerTookOver"
 	EventScaleDownHeld      EventReason = EventReason(ReasonScaleDownHeld)
 	EventRolloutPaused      EventReason = EventReason(ReasonRolloutPaused)
 )

@@ -710,6 +710,17 @@ type NameServerClusterStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
+	// Manager is the operator install that manages this cluster. Another
+	// install (a second operator, cluster-wide beside namespaced, or of
+	// another version) defers to it and changes nothing, so that two
+	// managers never both restart pods or apply their templates. It takes
+	// over only when this one is gone: a spec change it has not observed
+	// for five minutes, or a cluster that is moving (Progressing=True)
+	// without a heartbeat for five minutes. To hand the cluster over at
+	// once, uninstall this one and remove status.manager.
+	// +optional
+	Manager *ManagerStatus `json:"manager,omitempty"`
+
 	// Conditions: Available, Progressing, Degraded, AddressesPublished,
 	// RoutesConsistent and KVConfigInSync (see the Condition* constants).
 	// +listType=map
@@ -783,6 +794,18 @@ type PeerStatus struct {
 	// Message says what the peer waits for, or why it cannot be checked.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// ManagerStatus names the operator install that manages a cluster.
+type ManagerStatus struct {
+	// Identity of the install (the manager's --manager-identity, by default
+	// <its namespace>/kube-namesrv).
+	// +kubebuilder:validation:MaxLength=253
+	Identity string `json:"identity"`
+	// HeartbeatTime is when it last wrote the status while the cluster was
+	// moving; renewed every minute while it moves, never while it is still.
+	// +optional
+	HeartbeatTime *metav1.Time `json:"heartbeatTime,omitempty"`
 }
 
 // PublishedListsStatus is the record of the three address lists.
