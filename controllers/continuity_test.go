@@ -321,6 +321,54 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "hold")).To(BeEquivalentTo(1)) }, 10*time.Second).Should(Succeed())
 	})
 
+	It("after a full outage asks every gate to wait for the brokers live before, never for nothing", func() {
+		b, recorded := testBroker("10.7.0.1:10911", time.Now().Add(-time.Hour)), testBroker("10.7.0.2:10911", time.Now().Add(-time.Hour))
+		newCluster(ns, "outage", withReplicas(2), withRound(2))
+		for o := range 2 {
+			testPeers.set(podIP(o), &fakePeer{Brokers: []peerstatus.Broker{b}})
+		}
+		readyPods(ns, "outage", 0, 1)
+		settleStatefulSet(ns, "outage")
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "outage")
+			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
+			g.Expect(c.Status.LiveBrokers).To(ConsistOf(v1alpha1.BrokerRef{Cluster: b.Cluster, Addr: b.Addr}))
+		}).Should(Succeed())
+
+		By("every peer restarts at once: nobody can vouch for a complete table")
+		for o := range 2 {
+			testPeers.set(podIP(o), &fakePeer{Gated: true, Started: time.Now(), BootID: fmt.Sprint("after-", o),
+				Record: &peerstatus.GateRecord{RecordedAt: time.Now().Add(-time.Minute), Brokers: []peerstatus.BrokerKey{recorded.BrokerKey}}})
+			setPod(ns, "outage", o, false, podIP(o))
+		}
+		Eventually(func(g Gomega) {
+			for o := range 2 {
+				p := testPeers.get(podIP(o))
+				g.Expect(p.GateRequests).NotTo(BeEmpty())
+				last := p.GateRequests[len(p.GateRequests)-1]
+				g.Expect(last.Expect).To(ConsistOf(b.BrokerKey, recorded.BrokerKey), "what was live before: as the operator saw it, and as the peer recorded it")
+				g.Expect(last.WaitSeconds).To(Equal(3), "one 2 s broker round and a quarter")
+				g.Expect(p.Open).To(BeFalse())
+			}
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for o := range 2 {
+				for _, req := range testPeers.get(podIP(o)).GateRequests {
+					g.Expect(req.Expect).NotTo(BeEmpty(), "a gate asked to wait for nothing opens at once")
+				}
+			}
+		}, time.Second).Should(Succeed())
+
+		By("the brokers register again: the gates open")
+		for o := range 2 {
+			testPeers.edit(podIP(o), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{b, recorded} })
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(testPeers.get(podIP(0)).Open).To(BeTrue())
+			g.Expect(testPeers.get(podIP(1)).Open).To(BeTrue())
+		}).Should(Succeed())
+	})
+
 	It("moves to a new port in two rolls: the old port stays open until every list has moved and its readers have followed", func() {
 		newCluster(ns, "port", withReplicas(2), withDrain(1))
 		readyPods(ns, "port", 0, 1)

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"cmp"
 	"maps"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -424,27 +426,102 @@ func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o
 	return in
 }
 
-// gateRequests are the gate requests to send: each running peer whose
-// start-up gate is closed, that holds the declared KV config, and whose
-// expectation the route check could work out, gets the brokers of the other
-// serving peers.
-func (d *decision) gateRequests(o *observed) map[int32]peerstatus.GateRequest {
+// gateRequests are the gate requests to send: one to each running peer
+// whose start-up gate is closed and that holds the declared KV config.
+//
+// With a reference, another serving peer that could be read with its gate
+// open, the gate waits for the brokers of the serving peers (the route
+// check's expectation). Without one (every peer restarted at once, or the
+// cluster has one replica), nobody can vouch for what a complete table
+// holds, and an empty expectation would open the gate at once: clients
+// would hear that their topics do not exist until the brokers register
+// again. So the gate waits for the brokers that were live before: those the
+// peer itself recorded and those the operator last saw (status.liveBrokers),
+// or for one broker round and a quarter from the peer's start, whichever
+// comes first.
+func (d *decision) gateRequests(c *v1alpha1.NameServerCluster, o *observed) map[int32]peerstatus.GateRequest {
 	out := map[int32]peerstatus.GateRequest{}
 	for ordinal, obs := range o.state.Peers {
 		s := obs.Summary
 		if s == nil || !s.Gate.Enabled || s.Gate.Open {
 			continue
 		}
-		expect, ok := d.routes.Expect[ordinal]
-		if !ok {
-			continue
-		}
 		if v := d.kv[ordinal]; d.kvDeclared && v.Blocks {
 			continue
 		}
-		out[ordinal] = peerstatus.GateRequest{Expect: expect}
+		if !d.hasReference(o, ordinal) {
+			out[ordinal] = peerstatus.GateRequest{Expect: liveBefore(c, s.Gate.Record), WaitSeconds: gateWaitSeconds(o.round)}
+			continue
+		}
+		if expect, ok := d.routes.Expect[ordinal]; ok {
+			out[ordinal] = peerstatus.GateRequest{Expect: expect}
+		}
 	}
 	return out
+}
+
+// hasReference tells whether a serving peer other than ordinal could be
+// read with its gate open: its brokers are what a complete table holds.
+func (d *decision) hasReference(o *observed, ordinal int32) bool {
+	for _, q := range d.compared {
+		if s := o.state.Peers[q].Summary; q != ordinal && s != nil && (!s.Gate.Enabled || s.Gate.Open) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveBefore are the brokers that were live before a peer restarted: those
+// its own record holds and those the operator last saw, sorted.
+func liveBefore(c *v1alpha1.NameServerCluster, record *peerstatus.GateRecord) []peerstatus.BrokerKey {
+	set := map[peerstatus.BrokerKey]bool{}
+	if record != nil {
+		for _, k := range record.Brokers {
+			set[k] = true
+		}
+	}
+	for _, b := range c.Status.LiveBrokers {
+		set[peerstatus.BrokerKey{Cluster: b.Cluster, Addr: b.Addr}] = true
+	}
+	// Never nil: the request says "expect": [], not null.
+	out := slices.AppendSeq(make([]peerstatus.BrokerKey, 0, len(set)), maps.Keys(set))
+	slices.SortFunc(out, func(a, b peerstatus.BrokerKey) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Addr, b.Addr))
+	})
+	return out
+}
+
+// gateWaitSeconds bounds the wait of a gate without a reference: one broker
+// round and a quarter, the time after which a broker that has not
+// registered is cut off rather than slow.
+func gateWaitSeconds(round time.Duration) int {
+	return int(math.Ceil(routecheck.Threshold(round).Seconds()))
+}
+
+// maxLiveBrokers bounds status.liveBrokers.
+const maxLiveBrokers = 256
+
+// liveBrokers are the brokers live on the serving peers that could be read,
+// sorted and at most maxLiveBrokers; the previous record when none could.
+func liveBrokers(c *v1alpha1.NameServerCluster, o *observed, d *decision) []v1alpha1.BrokerRef {
+	set := map[v1alpha1.BrokerRef]bool{}
+	read := false
+	for _, q := range d.compared {
+		if s := o.state.Peers[q].Summary; s != nil {
+			read = true
+			for _, b := range s.Brokers {
+				set[v1alpha1.BrokerRef{Cluster: b.Cluster, Addr: b.Addr}] = true
+			}
+		}
+	}
+	if !read {
+		return c.Status.LiveBrokers
+	}
+	out := slices.Collect(maps.Keys(set))
+	slices.SortFunc(out, func(a, b v1alpha1.BrokerRef) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Addr, b.Addr))
+	})
+	return out[:min(len(out), maxLiveBrokers)]
 }
 
 // target is where the operator reaches a peer's HTTP side.

@@ -281,7 +281,7 @@ func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor
 		d.kv[ordinal] = kvcheck.Check(d.kvDigest, string(render.KVConfigPolicy(c)), map[int32]kvcheck.Peer{ordinal: {Readable: true, KV: kv}})[ordinal]
 	}
 
-	gates := d.gateRequests(o)
+	gates := d.gateRequests(c, o)
 	for _, ordinal := range sortedKeys(gates) {
 		p, ok := o.peers[ordinal]
 		if !ok || p.Terminating {
@@ -293,8 +293,12 @@ func actOnPeers(c *v1alpha1.NameServerCluster, o *observed, d *decision, x actor
 		}
 		obs := o.state.Peers[ordinal]
 		if s.Gate.Open && (obs.Summary == nil || !obs.Summary.Gate.Open) {
+			what := "of the serving peers"
+			if gates[ordinal].WaitSeconds > 0 {
+				what = "live before it restarted (or waited a broker round)"
+			}
 			x.event(c, peerPod(c, ordinal), corev1.EventTypeNormal, v1alpha1.EventRouteGateOpened, "OpenGate",
-				"%s holds the %d brokers of the serving peers; it answers clients now", render.PodName(c, ordinal), len(gates[ordinal].Expect))
+				"%s holds the %d brokers %s; it answers clients now", render.PodName(c, ordinal), len(gates[ordinal].Expect), what)
 			// It may answer clients from now on, before its pod's
 			// readiness follows: the plan must not take it for a silent
 			// peer, to restart first or to drop, nor count on it yet.

@@ -241,10 +241,18 @@ func (w *simWorld) hurtAPod() {
 		p.notReady = !p.notReady
 		w.logf("pod %d readiness fault %v", o, p.notReady)
 	case 1:
-		p.restarts++
-		w.startPeer(p)
-		w.checkConfig(o, p)
-		w.logf("pod %d's container restarts", o)
+		// Now and then every container restarts at once: a full outage.
+		victims := []int32{o}
+		if w.rng.IntN(3) == 0 {
+			victims = ordinals
+		}
+		for _, o := range victims {
+			p := w.pods[o]
+			p.restarts++
+			w.startPeer(p)
+			w.checkConfig(o, p)
+			w.logf("pod %d's container restarts", o)
+		}
 	case 2:
 		if !p.terminating {
 			w.terminate(o, p)

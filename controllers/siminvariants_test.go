@@ -25,6 +25,7 @@ const (
 	invConfig     = "a pod always finds its config"
 	invRefusal    = "a refused spec changes nothing"
 	invOneManager = "one manager acts on a cluster"
+	invGate       = "a gate never opens for nothing"
 )
 
 // ownClientList is the client ConfigMap of the cluster's own namespace.
@@ -187,6 +188,22 @@ func (w *simWorld) checkClaim(c *v1alpha1.NameServerCluster, st v1alpha1.NameSer
 			w.violate(invClaims, "AddressesPublished is written True, but %s holds clients %q brokers %q, status %q %q", ns, clients, brokers, st.NamesrvAddr, st.BrokerNamesrvAddr)
 		}
 	}
+}
+
+// checkGate, when a gate request opens a gate without a wait: some other
+// peer answers, whose brokers the request stood for; or the peer already
+// holds every live broker. A gate opened for nothing after every peer
+// restarted answers "topic does not exist" until the brokers register.
+func (w *simWorld) checkGate(p *simPod) {
+	if len(w.holds(p)) == len(w.brokers) {
+		return
+	}
+	for _, q := range w.pods {
+		if q != p && q.gateOpen && !q.terminating && !q.stuck {
+			return
+		}
+	}
+	w.violate(invGate, "a gate opened on a request that expects %v, with no other peer answering, while the peer lacks live brokers", p.gateReq.Expect)
 }
 
 // checkConfig, when a pod (re)starts: the config ConfigMap it mounts

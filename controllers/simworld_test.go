@@ -238,7 +238,10 @@ func (w *simWorld) evaluateGate(p *simPod) {
 		}
 		waited := r.WaitSeconds > 0 && !w.now.Before(p.started.Add(time.Duration(r.WaitSeconds)*time.Second))
 		switch {
-		case len(r.Expect) > 0 && all, r.WaitSeconds == 0 && all, waited:
+		case len(r.Expect) > 0 && all, waited:
+			p.gateOpen = true
+		case r.WaitSeconds == 0 && all:
+			w.checkGate(p)
 			p.gateOpen = true
 		}
 	}

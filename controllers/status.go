@@ -21,6 +21,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 	"github.com/kube-namesrv/kube-namesrv/controllers/routecheck"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
 
 // maxListedInStatus bounds the per-peer lists of missing brokers and
@@ -78,7 +79,10 @@ func peerStatuses(c *v1alpha1.NameServerCluster, opts render.Options, o *observe
 				waits = append(waits, "cannot read its route summary: "+obs.Err)
 			} else {
 				ps.Brokers = ptr.To(int32(len(obs.Summary.Brokers)))
-				if g := obs.Summary.Gate; g.Enabled && !g.Open {
+				switch g := obs.Summary.Gate; {
+				case warmingUp(obs.Summary, o.now):
+					waits = append(waits, "warming up until "+g.WarmUpUntil.UTC().Format(time.RFC3339)+" (needWaitForService)")
+				case g.Enabled && !g.Open:
 					waits = append(waits, fmt.Sprintf("route gate closed: %d of %d expected brokers missing", len(g.Missing), g.Expected))
 				}
 			}
@@ -153,6 +157,7 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 		}
 	}
 	st.Lists = recordLists(c.Status.Lists, d.listDigest, in.Refused, in.Now)
+	st.LiveBrokers = liveBrokers(c, o, d)
 	published := !slices.ContainsFunc(in.Problems, func(p problem) bool { return p.Addresses })
 	if published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
 		st.LastPublishTime = ptr.To(metav1.NewTime(in.Now))
@@ -200,9 +205,13 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 
 	var readyListed, unreadyListed []int32
 	for _, ordinal := range d.plan.Published {
-		if p, ok := o.peers[ordinal]; ok && p.Ready {
+		switch p, ok := o.peers[ordinal]; {
+		case ok && p.Ready:
 			readyListed = append(readyListed, ordinal)
-		} else {
+		case ok && warmingUp(o.state.Peers[ordinal].Summary, o.now):
+			// Not broken: its gate stays closed through the warm-up
+			// needWaitForService asks for.
+		default:
 			unreadyListed = append(unreadyListed, ordinal)
 		}
 	}
@@ -248,6 +257,12 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 	routesCondition(c, o, d, set)
 	kvCondition(c, st.Peers, d, set)
 	return st
+}
+
+// warmingUp tells whether a peer's gate is closed for the warm-up
+// needWaitForService asks for.
+func warmingUp(s *peerstatus.Summary, now time.Time) bool {
+	return s != nil && s.Gate.Enabled && !s.Gate.Open && s.Gate.WarmUpUntil != nil && now.Before(*s.Gate.WarmUpUntil)
 }
 
 // keepPublished marks every peer the status recorded as published as

@@ -706,6 +706,18 @@ type NameServerClusterStatus struct {
 	// +optional
 	KVConfig *KVConfigStatus `json:"kvConfig,omitempty"`
 
+	// LiveBrokers are the brokers the operator last saw live on the serving
+	// peers (at most 256, sorted). When every peer restarts at once, or the
+	// cluster has one replica, no serving peer can say which brokers a
+	// restarted peer must hold before it answers clients: the operator then
+	// asks its start-up gate to wait for these and for those the peer itself
+	// recorded, or for one broker round and a quarter, whichever comes
+	// first. Kept while no serving peer can be read.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	LiveBrokers []BrokerRef `json:"liveBrokers,omitempty"`
+
 	// Selector of the peer pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
@@ -794,6 +806,17 @@ type PeerStatus struct {
 	// Message says what the peer waits for, or why it cannot be checked.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// BrokerRef names one live broker address, as a NameServer's route table
+// keys it.
+type BrokerRef struct {
+	// Cluster is the broker's cluster name.
+	// +kubebuilder:validation:MaxLength=255
+	Cluster string `json:"cluster"`
+	// Addr is the broker's host:port.
+	// +kubebuilder:validation:MaxLength=255
+	Addr string `json:"addr"`
 }
 
 // ManagerStatus names the operator install that manages a cluster.
