@@ -18,20 +18,20 @@ import (
 // reconcile observes the cluster and runs one pass on what it saw, then
 // reports what it did in events and metrics and says when to come back.
 func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1.NameServerCluster) (ctrl.Result, error) {
+	if act, _, why := r.ownership(c, r.Clock.Now()); !act {
+		// Another install manages it: this one neither reads its peers,
+		// nor acts, nor reports, and looks again for the other being gone.
+		logf.FromContext(ctx).V(1).Info("leaving the cluster to its manager", "reason", why)
+		metrics.Forget(c.Namespace, c.Name)
+		return ctrl.Result{RequeueAfter: r.takeoverAfter() / 2}, nil
+	}
 	o, err := r.observe(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx})
-	if err != nil {
+	if err != nil || res.deferred != "" {
 		return ctrl.Result{}, err
-	}
-	if res.deferred != "" {
-		// Another install manages it: this one neither acts nor reports,
-		// and looks again for the other being gone.
-		logf.FromContext(ctx).V(1).Info("leaving the cluster to its manager", "reason", res.deferred)
-		metrics.Forget(c.Namespace, c.Name)
-		return ctrl.Result{RequeueAfter: r.takeoverAfter() / 2}, nil
 	}
 	r.warnTransitions(c, res.old, res.status, res.problems)
 	r.recordMetrics(c, res.dec, res.published, o.now)

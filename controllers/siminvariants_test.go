@@ -233,9 +233,9 @@ func (w *simWorld) checkConfigDeletion(name string) {
 
 // checkOneManager, when a manager acts: the status names it as the
 // cluster's manager; it claimed the cluster before acting.
-func (w *simWorld) checkOneManager(m *simManager, act string) {
+func (w *simWorld) checkOneManager(m *simManager, act string, what any) {
 	if owner := w.c.Status.Manager; owner == nil || owner.Identity != m.r.Identity {
-		w.violate(invOneManager, "%s %s while the status names %+v", m.r.Identity, act, owner)
+		w.violate(invOneManager, "%s %s %+v while the status names %+v", m.r.Identity, act, what, owner)
 	}
 }
 

@@ -52,8 +52,10 @@ type simWorld struct {
 	// of their data.
 	cms       map[types.NamespacedName]map[string]string
 	cmDigests map[types.NamespacedName]string
-	kvFile    string
-	ext       map[int32]bool
+	// namedCache is named(), until a list changes.
+	namedCache map[string]bool
+	kvFile     string
+	ext        map[int32]bool
 	// svc are the client Service's ports: remoting ones, and HTTP ones.
 	svcRemoting, svcHTTP map[int32]bool
 	// target says whether the target namespace exists and opted in.
@@ -274,11 +276,16 @@ func simTemplate(c *v1alpha1.NameServerCluster, opts render.Options, extra []int
 // configMapName and configSum are render.ConfigMapName and
 // render.ConfigChecksum, remembered for the spec's generation.
 func (w *simWorld) configMapName(c *v1alpha1.NameServerCluster) string {
-	return w.remember(fmt.Sprint("config ", c.Generation), func() string { return render.ConfigMapName(c) })
+	return w.remember("config "+strconv.FormatInt(c.Generation, 10), func() string { return render.ConfigMapName(c) })
 }
 
 func (w *simWorld) configSum(c *v1alpha1.NameServerCluster) string {
-	return w.remember(fmt.Sprint("sum ", c.Generation), func() string { return render.ConfigChecksum(c) })
+	return w.remember("sum "+strconv.FormatInt(c.Generation, 10), func() string { return render.ConfigChecksum(c) })
+}
+
+// configRefused tells whether the NameServer would refuse spec.config.
+func (w *simWorld) configRefused(c *v1alpha1.NameServerCluster) bool {
+	return w.remember("valid "+strconv.FormatInt(c.Generation, 10), func() string { return fmt.Sprint(render.ValidateConfig(c)) }) != "<nil>"
 }
 
 // remember caches what a spec renders, by key.
@@ -295,7 +302,11 @@ func (w *simWorld) remember(key string, render func() string) string {
 
 // template is simTemplate, remembered for the spec's generation.
 func (w *simWorld) template(c *v1alpha1.NameServerCluster, opts render.Options, extra []int32) string {
-	return w.remember(fmt.Sprint(c.Generation, opts.DefaultImage, extra), func() string { return simTemplate(c, opts, extra) })
+	key := strconv.FormatInt(c.Generation, 10) + " " + opts.DefaultImage
+	for _, p := range extra {
+		key += " " + strconv.Itoa(int(p))
+	}
+	return w.remember(key, func() string { return simTemplate(c, opts, extra) })
 }
 
 // step advances the world by dt: the StatefulSet controller, the kubelet,
@@ -466,9 +477,11 @@ func (w *simWorld) observe(m *simManager) *observed {
 }
 
 // read is the cluster as a manager reads it: a copy, with the
-// resourceVersion its status write is checked against.
+// resourceVersion its status write is checked against. A pass never writes
+// the spec, so the copy shares it.
 func (w *simWorld) read() *v1alpha1.NameServerCluster {
-	c := w.c.DeepCopy()
+	c := &v1alpha1.NameServerCluster{TypeMeta: w.c.TypeMeta, ObjectMeta: w.c.ObjectMeta, Spec: w.c.Spec}
+	c.Status = *w.c.Status.DeepCopy()
 	c.ResourceVersion = strconv.FormatInt(w.rv, 10)
 	return c
 }
@@ -556,11 +569,11 @@ func (a *simActor) write(c *v1alpha1.NameServerCluster, d *decision, wr write) (
 	if err := a.crash(); err != nil {
 		return outcome{}, err
 	}
-	w.checkOneManager(a.m, fmt.Sprintf("writes %+v", wr))
+	w.checkOneManager(a.m, "writes", wr)
 	refuse := func(what string) (outcome, error) {
 		return outcome{problem: &problem{Reason: v1alpha1.RefusalAPIServer, Message: "refused " + what, Retry: true, Addresses: wr.kind == writeAddresses}}, nil
 	}
-	if render.ValidateConfig(c) != nil {
+	if w.configRefused(c) {
 		w.violate(invRefusal, "a pass whose spec.config is refused writes %v", wr)
 	}
 	switch wr.kind {
@@ -631,6 +644,7 @@ func (w *simWorld) writeConfigMap(key types.NamespacedName, data map[string]stri
 	} else {
 		w.cms[key] = data
 	}
+	w.namedCache = nil
 	after := w.named()
 	for name := range before {
 		if !after[name] {
@@ -646,6 +660,9 @@ const domainPrefix = "domain "
 // named are the addresses some client list names now, and the address
 // server domains (prefixed by domainPrefix) some list names.
 func (w *simWorld) named() map[string]bool {
+	if w.namedCache != nil {
+		return maps.Clone(w.namedCache)
+	}
 	out := map[string]bool{}
 	for key, data := range w.cms {
 		if strings.HasSuffix(key.Name, v1alpha1.IPsConfigMapSuffix) {
@@ -665,7 +682,8 @@ func (w *simWorld) named() map[string]bool {
 			}
 		}
 	}
-	return out
+	w.namedCache = out
+	return maps.Clone(out)
 }
 
 // namedAddresses are the addresses some client list names now.
@@ -721,10 +739,10 @@ func (a *simActor) restart(c *v1alpha1.NameServerCluster, ordinal int32) error {
 	if p == nil {
 		return errors.New("pods not found")
 	}
-	if render.ValidateConfig(c) != nil {
+	if w.configRefused(c) {
 		w.violate(invRefusal, "a pass whose spec.config is refused restarts pod %d", ordinal)
 	}
-	w.checkOneManager(a.m, fmt.Sprint("restarts pod ", ordinal))
+	w.checkOneManager(a.m, "restarts pod", ordinal)
 	w.checkFloor(ordinal)
 	w.terminate(ordinal, p)
 	a.restarted = append(a.restarted, ordinal)

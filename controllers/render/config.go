@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -126,6 +127,10 @@ func ConfigConfigMap(c *v1alpha1.NameServerCluster) *corev1ac.ConfigMapApplyConf
 		WithData(map[string]string{ConfigKey: Properties(c)})
 }
 
+// defaultConfig is the NameServer's configuration before any property is
+// read, built once: validation copies it.
+var defaultConfig = sync.OnceValue(config.Default)
+
 // ValidateConfig reads the rendered properties with the NameServer's own
 // parser, as every peer reads them when it starts, and returns what it
 // refuses: a value that does not parse as its property's kind, one out of
@@ -136,7 +141,7 @@ func ValidateConfig(c *v1alpha1.NameServerCluster) error {
 	if err != nil {
 		return err
 	}
-	cfg := config.Default()
+	cfg := *defaultConfig()
 	if _, err := cfg.Apply(props); err != nil {
 		return err
 	}
