@@ -77,7 +77,7 @@ func runHistory(seed uint64, tracing bool) *simWorld {
 	w := newSimWorld(seed, tracing)
 	managers := []*simManager{newSimManager("ops/kube-namesrv")}
 	w.logf("replicas %d", desired(w.c))
-	for range 6 + w.rng.IntN(14) {
+	for range 5 + w.rng.IntN(12) {
 		w.disturb(&managers)
 		w.step(time.Duration(1+w.rng.IntN(15)) * time.Second)
 		for _, m := range managers {
@@ -89,7 +89,7 @@ func runHistory(seed uint64, tracing bool) *simWorld {
 	}
 	w.calm(&managers)
 	for range 400 {
-		w.step(time.Duration(4+w.rng.IntN(17)) * time.Second)
+		w.step(time.Duration(5+w.rng.IntN(21)) * time.Second)
 		for _, m := range managers {
 			w.runPass(m)
 		}
