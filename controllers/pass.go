@@ -105,15 +105,23 @@ type passResult struct {
 	deferred string
 }
 
-// pass decides and acts on one observation of a cluster. Order matters for
-// a manager stopped half-way, or a status write lost to a conflict. The
-// status must never record fewer published peers than some ConfigMap
-// holds: otherwise a scale-down right after would take those peers for
-// never-published ones and remove them without a drain. So peers joining
+// pass decides and acts on one observation of a cluster, in this order:
+// leave it alone when another install manages it, or claim it; compare the
+// peers and ask them for what they need (KV applies, gate requests); refuse
+// a spec.config the NameServer would refuse; plan with the peers' answers;
+// record the intent; write the children; restart the roll's pod; write the
+// status.
+//
+// Order matters for a manager stopped half-way, or a status write lost to a
+// conflict. The status must never record fewer published peers than some
+// ConfigMap holds: otherwise a scale-down right after would take those peers
+// for never-published ones and remove them without a drain. So peers joining
 // the client list are recorded before they are published, and peers leaving
 // it are published before they are recorded, which also keeps a recorded
-// drain start no earlier than the shrink it times. The StatefulSet, which
-// shrinks only once a recorded drain is over, comes after the lists.
+// drain start no earlier than the shrink it times; a list change is recorded
+// as starting before it is written, so the drain of a port it drops is
+// never timed from an older change. The StatefulSet, which shrinks only once
+// a recorded drain is over, comes after the lists.
 func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *observed, x actor) (*passResult, error) {
 	act, claim, why := r.ownership(c, o.now)
 	if !act {
