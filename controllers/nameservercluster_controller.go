@@ -1,12 +1,17 @@
 // Package controllers holds the NameServerCluster reconciler. Each reconcile
-// observes the cluster's pods and reads its NameServers' route summaries
-// (observe.go), decides with pure planners what the client and broker lists
-// hold, which peer to restart next and what each starting peer must wait for
-// (decide.go and the packages publish, rollout, routecheck and kvcheck),
-// acts on the peers (peers.go), applies the rendered children
-// (children.go, addresses.go), and reports in status, conditions, events and
-// metrics (status.go). It reacts to watch events, plus three timers: the end
-// of a drain, the next broker round, and a back-off after a refusal.
+// observes the cluster's pods and children and reads its NameServers' route
+// summaries (observe.go), then runs a pass (pass.go): it decides with pure
+// planners what the client and broker lists hold, which peer to restart next
+// and what each starting peer must wait for (decide.go and the packages
+// publish, rollout, routecheck and kvcheck), and acts through an actor:
+// requests to the peers, writes of the rendered children, a pod to restart,
+// status writes. The reconciler's actor carries them out against the API
+// server (execute.go, children.go, addresses.go); TestSimulation's carries
+// out the same acts against a model of the world. The status, conditions,
+// events and metrics report what was done (status.go). One install manages a
+// cluster; another defers to it (manager.go). Reconciles follow watch
+// events, plus three timers: the end of a drain, the next broker round, and
+// a back-off after a refusal.
 package controllers
 
 import (
