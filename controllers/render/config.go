@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -75,8 +76,32 @@ func ConfigChecksum(c *v1alpha1.NameServerCluster) string {
 
 // ConfigConfigMap holds namesrv.properties, mounted read-only at /etc/namesrv.
 func ConfigConfigMap(c *v1alpha1.NameServerCluster) *corev1ac.ConfigMapApplyConfiguration {
+	labels := Labels(c)
+	labels[LabelConfig] = ConfigChecksum(c)[:10]
 	return corev1ac.ConfigMap(ConfigMapName(c), c.Namespace).
-		WithLabels(Labels(c)).
+		WithLabels(labels).
 		WithOwnerReferences(ownerReference(c)).
 		WithData(map[string]string{ConfigKey: Properties(c)})
+}
+
+// defaultConfig is the NameServer's configuration before any property is
+// read, built once: validation copies it.
+var defaultConfig = sync.OnceValue(config.Default)
+
+// ValidateConfig reads the rendered properties with the NameServer's own
+// parser, as every peer reads them when it starts, and returns what it
+// refuses: a value that does not parse as its property's kind, one out of
+// range, or a combination that would stop the NameServer. Unknown keys are
+// accepted, as the NameServer accepts them.
+func ValidateConfig(c *v1alpha1.NameServerCluster) error {
+	props, err := config.ParseProperties([]byte(Properties(c)))
+	if err != nil {
+		return err
+	}
+	cfg := *defaultConfig()
+	if _, err := cfg.Apply(props); err != nil {
+		return err
+	}
+	cfg.ListenPort = int(c.Spec.Ports.Remoting)
+	return cfg.Validate()
 }
