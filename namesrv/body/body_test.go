@@ -229,10 +229,10 @@ func TestEncoders(t *testing.T) {
 	if got, want := string(AppendTopicRouteData(nil, rd, fjson.Standard)), `{"brokerDatas":[{"brokerAddrs":{"0":"a:1","1":"a:2"},"brokerName":"b","cluster":"c","enableActingMaster":false,"zoneName":"z\/1"}],"filterServerTable":{"a:1":["f:1"]},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}`; got != want {
 		t.Errorf("route\n got %s\nwant %s", got, want)
 	}
-	if got, want := string(AppendTopicList(nil, []string{"a", "b"}, "x:1")), `{"brokerAddr":"x:1","topicList":["a","b"]}`; got != want {
+	if got, want := string(AppendTopicList(nil, &TopicList{Topics: []string{"a", "b"}, BrokerAddr: "x:1"})), `{"brokerAddr":"x:1","topicList":["a","b"]}`; got != want {
 		t.Errorf("topic list %s", got)
 	}
-	if got, want := string(AppendTopicList(nil, nil, "")), `{"topicList":[]}`; got != want {
+	if got, want := string(AppendTopicList(nil, &TopicList{})), `{"topicList":[]}`; got != want {
 		t.Errorf("empty topic list %s", got)
 	}
 	if got, want := string(AppendBrokerMemberGroup(nil, "c", "b", []BrokerAddr{{0, "a:1"}})), `{"brokerMemberGroup":{"brokerAddrs":{0:"a:1"},"brokerName":"b","cluster":"c"}}`; got != want {

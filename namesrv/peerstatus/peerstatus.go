@@ -150,9 +150,12 @@ const MaxGateWaitSeconds = 3600
 
 // KV policies of a declared-KV file.
 const (
-	// PolicyOwned: the namespaces of the declaration belong to it; declared
-	// values are enforced and undeclared keys in them are deleted.
+	// PolicyOwned: declared values are enforced; keys the declaration does
+	// not name are left alone (the removed ones excepted).
 	PolicyOwned = "Owned"
+	// PolicyExclusive: the namespaces of the declaration belong to it;
+	// declared values are enforced and undeclared keys in them are deleted.
+	PolicyExclusive = "Exclusive"
 	// PolicyAdditive: declared keys are written where absent; a key that
 	// holds another value is reported, not overwritten; nothing undeclared
 	// is deleted.
@@ -193,7 +196,7 @@ type KVStatus struct {
 	Digest string `json:"digest"`
 	Policy string `json:"policy,omitempty"`
 	// InSync is true when the store holds the declaration exactly as the
-	// policy asks: Owned, no drift at all; Additive, no key missing and no
+	// policy asks: Owned and Exclusive, no drift at all; Additive, no key missing and no
 	// removed key present (a key holding another value is listed as
 	// "differs" but, not being the declaration's to change, does not
 	// count). It is false while Error is set.

@@ -197,7 +197,7 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 			resp.Fail(protocol.SystemError, remarkDisabled)
 			return
 		}
-		resp.Body = body.AppendTopicList(nil, p.routes.AllTopics(), "")
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: p.routes.AllTopics()})
 	case protocol.DeleteTopicInNamesrv:
 		err = p.deleteTopic(req)
 	case protocol.GetTopicsByCluster:
@@ -207,16 +207,16 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 		}
 		var h header.GetTopicsByCluster
 		h.Decode(req)
-		resp.Body = body.AppendTopicList(nil, p.routes.TopicsByCluster(h.Cluster), "")
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: p.routes.TopicsByCluster(h.Cluster)})
 	case protocol.GetSystemTopicListFromNS:
 		topics, addr := p.routes.SystemTopics()
-		resp.Body = body.AppendTopicList(nil, topics, addr)
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: topics, BrokerAddr: addr})
 	case protocol.GetUnitTopicList, protocol.GetHasUnitSubTopicList, protocol.GetHasUnitSubUnunitTopicList:
 		if !p.cfg.Load().EnableTopicList {
 			resp.Fail(protocol.SystemError, remarkDisabled)
 			return
 		}
-		resp.Body = body.AppendTopicList(nil, p.routes.UnitTopics(unitFilter(req.Code)), "")
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: p.routes.UnitTopics(unitFilter(req.Code))})
 	case protocol.UpdateNamesrvConfig:
 		p.updateConfig(req, resp)
 	case protocol.GetNamesrvConfig:
