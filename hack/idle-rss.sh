@@ -23,12 +23,13 @@ accept='application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,ap
 [[ -x $bin ]] || { echo "idle-rss: $bin is not an executable" >&2; exit 1; }
 [[ -x $nsbench ]] || { echo "idle-rss: $nsbench missing (make nsbench)" >&2; exit 1; }
 
-# A port nobody listens on now; a clash with a process that binds it later
-# shows as a server that never gets ready, and the run fails.
+# A port nobody listens on now, below the kernel's ephemeral range; a clash
+# with a process that binds it meanwhile shows as a server that never gets
+# ready, and the run fails.
 free_port() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % 12000))
     ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
   done
 }
@@ -71,6 +72,7 @@ for ((run = 1; run <= runs; run++)); do
     fi
     sleep 1
   done
+  kill -0 "$pid" 2>/dev/null || { echo "idle-rss: run $run: namesrv exited while idle" >&2; cat "$dir/log" >&2; exit 1; }
   read -r rss anon file < <(awk '/^VmRSS/ {r=$2} /^RssAnon/ {a=$2} /^RssFile/ {f=$2} END {print r, a, f}' "/proc/$pid/status")
   kill "$bench"
   wait "$bench" 2>/dev/null || true
