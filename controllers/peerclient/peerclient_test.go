@@ -7,14 +7,18 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 
 	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
@@ -165,5 +169,53 @@ func TestObserverCadence(t *testing.T) {
 	o.Forget(name)
 	if o.Clusters() != 0 {
 		t.Error("Forget() kept the state")
+	}
+}
+
+// TestHTTPBearerToken runs the client against the NameServer's own HTTP
+// handler with every endpoint behind a token file, as a peer with
+// spec.authorization.httpAuthScope All serves it: the client's token opens
+// all three endpoints the operator calls, and a missing or wrong one is an
+// error that says why.
+func TestHTTPBearerToken(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := httpapi.NewTokenFile(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{
+		Summary: func() peerstatus.Summary { return peerstatus.Summary{BootID: "b1"} },
+		Gate: func(peerstatus.GateRequest) peerstatus.Summary {
+			return peerstatus.Summary{BootID: "b1", Gate: peerstatus.Gate{Open: true}}
+		},
+		ApplyKV:  func() (peerstatus.KVStatus, bool) { return peerstatus.KVStatus{InSync: true}, true },
+		Gatherer: prometheus.NewRegistry(),
+		Auth:     &httpapi.Auth{Scope: httpapi.ScopeAll, Tokens: tokens},
+	}))
+	t.Cleanup(srv.Close)
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	p, _ := strconv.Atoi(port)
+	c := NewHTTP(2 * time.Second)
+	calls := map[string]func(Target) error{
+		"summary": func(t Target) error { _, err := c.Summary(ctx, t); return err },
+		"gate":    func(t Target) error { _, err := c.OpenGate(ctx, t, peerstatus.GateRequest{}); return err },
+		"kv":      func(t Target) error { _, err := c.ApplyKV(ctx, t); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			if err := call(Target{IP: host, Port: int32(p), Token: "s3cret-token"}); err != nil {
+				t.Errorf("with the token: %v", err)
+			}
+			for _, token := range []string{"", "another"} {
+				err := call(Target{IP: host, Port: int32(p), Token: token})
+				if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
+					t.Errorf("with token %q: error %v, want HTTP 401", token, err)
+				}
+			}
+		})
 	}
 }
