@@ -426,8 +426,7 @@ type AuthorizationSpec struct {
 	Broker RoleGrants `json:"broker,omitempty"`
 
 	// Admin is granted to admin tools: KV writes and deletes, config
-	// updates, write permissions, topic deletion. Its identities may also
-	// use the HTTP port's mutating endpoints.
+	// updates, write permissions, topic deletion.
 	// +kubebuilder:default={}
 	// +optional
 	Admin RoleGrants `json:"admin,omitempty"`
