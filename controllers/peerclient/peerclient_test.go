@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
@@ -172,11 +171,12 @@ func TestObserverCadence(t *testing.T) {
 	}
 }
 
-// TestHTTPBearerToken runs the client against the NameServer's own HTTP
-// handler with every endpoint behind a token file, as a peer with
-// spec.authorization.httpAuthScope All serves it: the client's token opens
-// all three endpoints the operator calls, and a missing or wrong one is an
-// error that says why.
+// TestHTTPBearerToken runs the client against a peer that checks
+// credentials the way the NameServer's HTTP port does (its bearer parser
+// and token file), every endpoint behind the token as under
+// spec.authorization.httpAuthScope All: the client's token opens all three
+// endpoints the operator calls, and a missing or wrong one is an error
+// that says why.
 func TestHTTPBearerToken(t *testing.T) {
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "token")
@@ -187,18 +187,21 @@ func TestHTTPBearerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{
-		Summary: func() peerstatus.Summary { return peerstatus.Summary{BootID: "b1"} },
-		Gate: func(peerstatus.GateRequest) peerstatus.Summary {
-			return peerstatus.Summary{BootID: "b1", Gate: peerstatus.Gate{Open: true}}
-		},
-		ApplyKV:  func() (peerstatus.KVStatus, bool) { return peerstatus.KVStatus{InSync: true}, true },
-		Gatherer: prometheus.NewRegistry(),
-		Auth:     &httpapi.Auth{Scope: httpapi.ScopeAll, Tokens: tokens},
-	}))
-	t.Cleanup(srv.Close)
-	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	p, _ := strconv.Atoi(port)
+	target := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		token, err := httpapi.ParseBearer(r.Header.Get("Authorization"))
+		if err != nil || !tokens.Accept(token) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case peerstatus.SummaryPath, peerstatus.GatePath:
+			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1"})
+		case peerstatus.KVApplyPath:
+			json.NewEncoder(w).Encode(peerstatus.KVStatus{InSync: true})
+		default:
+			http.NotFound(w, r)
+		}
+	})
 	c := NewHTTP(2 * time.Second)
 	calls := map[string]func(Target) error{
 		"summary": func(t Target) error { _, err := c.Summary(ctx, t); return err },
@@ -207,11 +210,15 @@ func TestHTTPBearerToken(t *testing.T) {
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
-			if err := call(Target{IP: host, Port: int32(p), Token: "s3cret-token"}); err != nil {
+			withToken := target
+			withToken.Token = "s3cret-token"
+			if err := call(withToken); err != nil {
 				t.Errorf("with the token: %v", err)
 			}
 			for _, token := range []string{"", "another"} {
-				err := call(Target{IP: host, Port: int32(p), Token: token})
+				other := target
+				other.Token = token
+				err := call(other)
 				if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
 					t.Errorf("with token %q: error %v, want HTTP 401", token, err)
 				}
