@@ -133,7 +133,7 @@ const (
 
 // RefusalReasons are every Refusal* reason. The alert on standing refusals
 // (NamesrvSpecRefused) lists them.
-var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer}
+var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer, RefusalHTTPToken}
 
 // Reasons of the events about a NameServerCluster. Warnings about refused
 // parts of the spec use the Refusal* reasons (RefusalEvent), and holds of a
