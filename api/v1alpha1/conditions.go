@@ -125,6 +125,16 @@ const (
 	// (a ResourceQuota, an admission webhook, a permission); the operator
 	// retries with back-off.
 	RefusalAPIServer ConditionReason = "APIServerRefused"
+	// RefusalVolumeExpansion: spec.storage asks for larger claims, and a
+	// claim cannot be expanded (its StorageClass does not allow it, or the
+	// API server refused the expansion).
+	RefusalVolumeExpansion ConditionReason = "VolumeExpansionRefused"
+	// RefusalCRDOutdated: the installed NameServerCluster CRD is older
+	// than the operator: the API server dropped status fields the operator
+	// wrote, because the CRD's schema lacks them (Helm never upgrades the
+	// CRDs of a chart's crds/ directory). Apply the CRD of the operator's
+	// release.
+	RefusalCRDOutdated ConditionReason = "CRDOutdated"
 )
 
 // Reasons of the events about a NameServerCluster. Warnings about refused
@@ -145,6 +155,8 @@ const (
 	EventManagerTookOver    EventReason = "ManagerTookOver"
 	EventScaleDownHeld      EventReason = EventReason(ReasonScaleDownHeld)
 	EventRolloutPaused      EventReason = EventReason(ReasonRolloutPaused)
+	EventVolumeExpanded     EventReason = "VolumeExpanded"
+	EventPodStuck           EventReason = "PodStuckTerminating"
 )
 
 // RefusalEvent is the reason of the Warning event about a refusal: the
