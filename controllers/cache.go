@@ -23,6 +23,9 @@ func CacheOptions(namespaces []string) cache.Options {
 		&corev1.ConfigMap{}:             mine,
 		&corev1.Pod{}:                   mine,
 		&policyv1.PodDisruptionBudget{}: mine,
+		// The StatefulSet labels its claims with the claim template's
+		// labels: the selector labels, without managed-by.
+		&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(labels.Set{render.LabelName: render.AppName})},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

@@ -96,6 +96,9 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr-brokers")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 3)))
 		}).Should(Succeed())
+		// The broker list is written before the StatefulSet grows: the
+		// StatefulSet controller observes the grown one.
+		Eventually(func(g Gomega) int32 { return statefulSetReplicas(g, ns, "grow") }).Should(BeEquivalentTo(3))
 		testPeers.set(podIP(2), &fakePeer{Gated: true, Started: time.Now()})
 		setPod(ns, "grow", 2, false, podIP(2))
 		settleStatefulSet(ns, "grow")

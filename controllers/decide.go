@@ -375,11 +375,18 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 			d.external[ordinal] = a
 		}
 	}
+	address := func(ordinal int32) string {
+		return render.PublishedAddress(c, opts, ordinal, port(ordinal), o.peers[ordinal].HostIP)
+	}
 	d.published = map[int32]string{}
 	for _, ordinal := range d.plan.Published {
-		addr := render.PeerAddress(c, opts, ordinal, port(ordinal))
+		addr := address(ordinal)
 		if prev := statusPeer(c, ordinal); prev != nil && prev.Published && !d.joinable(o, ordinal) {
 			addr = prev.Address
+		}
+		if addr == "" {
+			// On the host network, a peer with no node has no address.
+			continue
 		}
 		d.published[ordinal] = addr
 		d.lists.Clients = append(d.lists.Clients, addr)
@@ -388,7 +395,11 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 		}
 	}
 	for ordinal := range d.plan.Replicas {
-		d.lists.Brokers = append(d.lists.Brokers, render.PeerAddress(c, opts, ordinal, port(ordinal)))
+		addr := address(ordinal)
+		if addr == "" {
+			continue
+		}
+		d.lists.Brokers = append(d.lists.Brokers, addr)
 		if a, ok := d.external[ordinal]; ok {
 			d.lists.BrokersExternal = append(d.lists.BrokersExternal, a)
 		}

@@ -107,6 +107,9 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 		if err != nil {
 			return outcome{}, err
 		}
+		if err := r.keepClaimTemplateSize(ctx, c, ac); err != nil {
+			return outcome{}, err
+		}
 		ch = statefulSetChild(ac)
 	}
 	p, err := r.applyChild(ctx, c, ch)
@@ -124,7 +127,11 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 	}
 	if w.kind == writeStatefulSet {
 		sts, err := r.readStatefulSet(ctx, c)
-		return outcome{sts: sts}, err
+		if err != nil {
+			return outcome{}, err
+		}
+		p, err := r.expandClaims(ctx, c, sts)
+		return outcome{sts: sts, problem: p}, err
 	}
 	return outcome{}, nil
 }

@@ -84,11 +84,17 @@ type NameServerClusterReconciler struct {
 	// TakeoverAfter is how long the manager named in status.manager must
 	// look gone before this one takes a cluster over; 5 minutes when zero.
 	TakeoverAfter time.Duration
+	// StuckAfter is how long past its grace period a terminating peer pod
+	// is reported stuck (status.peers[].stuckTerminatingSince); a minute
+	// when zero.
+	StuckAfter time.Duration
 
 	retries     backoffs
 	published   publishTimes
 	generations generations
 	exposure    exposureWarnings
+	gaps        schemaGaps
+	zones       nodeZones
 }
 
 // RBAC, least privilege. Children are written by server-side apply (patch;
@@ -114,6 +120,16 @@ type NameServerClusterReconciler struct {
 // Namespaces are only read, for the publish opt-in annotation and to
 // publish into a target namespace created later.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// Peers' claims are expanded in place when spec.storage grows (a
+// StatefulSet's claim templates are immutable), and their StorageClass is
+// read to tell whether it allows that.
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// Nodes are only read, one at a time and never watched: the zone label of
+// the peers' nodes for status.peers[].zone (their metadata, about every ten
+// minutes), and the Ready condition of the node of a pod stuck terminating,
+// to say why. Namespaced installs have no ClusterRole and read none.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Secrets: get and create only, for the HTTP token Secret of

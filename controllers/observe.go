@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
@@ -55,6 +57,24 @@ type observed struct {
 	// none; httpTokenProblem why there is none although one is wanted.
 	httpToken        string
 	httpTokenProblem *problem
+	// stuckAfter is how long past its grace period a terminating pod is
+	// taken for stuck; stuckAt when the next terminating pod will be, zero
+	// when none will.
+	stuckAfter time.Duration
+	stuckAt    time.Time
+	// zones are the zones of the peers' nodes, by node name, for the nodes
+	// the operator could read; nodeTrouble says what is wrong with the
+	// node of a stuck pod (NotReady, gone), by node name.
+	zones       map[string]string
+	nodeTrouble map[string]string
+}
+
+// stuck tells whether a peer's pod is stuck terminating: its grace period
+// ended more than stuckAfter ago and it is still there, which on a live
+// node the kubelet never lets happen.
+func (o *observed) stuck(ordinal int32) bool {
+	p, ok := o.peers[ordinal]
+	return ok && p.Terminating && !p.GraceEnds.IsZero() && !o.now.Before(p.GraceEnds.Add(o.stuckAfter))
 }
 
 // observe reads the StatefulSet, the pods and the external Services, and
@@ -79,6 +99,7 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		return nil, fmt.Errorf("listing the pods of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	o.peers = publish.Peers(render.StatefulSetName(c), pods.Items)
+	r.observeNodes(ctx, o)
 
 	o.external = map[int32]*corev1.Service{}
 	svcs := &corev1.ServiceList{}
@@ -153,6 +174,131 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 	}
 	o.nextRead = next
 	return o, nil
+}
+
+// defaultStuckAfter is how long past its grace period a terminating pod is
+// taken for stuck: the kubelet of a live node kills the container at the
+// end of the grace period and confirms within seconds.
+const defaultStuckAfter = time.Minute
+
+// observeNodes finds the zones of the peers' nodes and, for a pod stuck
+// terminating, what is wrong with its node. Both are read around the cache:
+// no Node is watched. Nodes are cluster-scoped, so an
+// operator restricted to some namespaces (which runs without a ClusterRole)
+// reads none: status then shows each peer's node without its zone. A node
+// that cannot be read leaves its zone unknown; it never fails the reconcile.
+func (r *NameServerClusterReconciler) observeNodes(ctx context.Context, o *observed) {
+	o.stuckAfter = r.StuckAfter
+	if o.stuckAfter <= 0 {
+		o.stuckAfter = defaultStuckAfter
+	}
+	o.zones, o.nodeTrouble = map[string]string{}, map[string]string{}
+	for ordinal, p := range o.peers {
+		if p.Terminating && !p.GraceEnds.IsZero() && !o.stuck(ordinal) {
+			if at := p.GraceEnds.Add(o.stuckAfter); o.stuckAt.IsZero() || at.Before(o.stuckAt) {
+				o.stuckAt = at
+			}
+		}
+	}
+	if len(r.Namespaces) > 0 {
+		return
+	}
+	log := logf.FromContext(ctx)
+	for ordinal, p := range o.peers {
+		if p.Node == "" {
+			continue
+		}
+		if _, seen := o.zones[p.Node]; !seen {
+			if zone, ok := r.zones.get(p.Node, o.now); ok {
+				o.zones[p.Node] = zone
+			} else {
+				// Metadata only, around the cache: the labels are all it
+				// needs, and a watch of every Node would hold them all.
+				node := &metav1.PartialObjectMetadata{}
+				node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+				switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: p.Node}, node); {
+				case err == nil:
+					o.zones[p.Node] = node.Labels[render.ZoneLabel]
+					r.zones.put(p.Node, o.zones[p.Node], o.now)
+				case apierrors.IsNotFound(err):
+					o.zones[p.Node] = ""
+				default:
+					log.V(1).Info("cannot read the node of a peer", "node", p.Node, "error", err.Error())
+				}
+			}
+		}
+		if !o.stuck(ordinal) {
+			continue
+		}
+		// Only for a stuck pod, around the cache: its conditions say why.
+		node := &corev1.Node{}
+		switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: p.Node}, node); {
+		case apierrors.IsNotFound(err):
+			o.nodeTrouble[p.Node] = "node " + p.Node + " no longer exists"
+		case err != nil:
+			log.V(1).Info("cannot read the node of a stuck peer", "node", p.Node, "error", err.Error())
+		default:
+			o.nodeTrouble[p.Node] = nodeTrouble(node)
+		}
+	}
+}
+
+// zoneTTL is how long a node's zone is remembered. A zone label is set when
+// a node joins and practically never changes: the operator reads each node
+// of its peers about once per TTL instead of at every reconcile.
+const zoneTTL = 10 * time.Minute
+
+// nodeZones remembers the zones of nodes, by node name.
+type nodeZones struct {
+	mu sync.Mutex
+	at map[string]zoneEntry
+}
+
+type zoneEntry struct {
+	zone string
+	read time.Time
+}
+
+// get is a node's zone, if read less than zoneTTL before now.
+func (z *nodeZones) get(node string, now time.Time) (string, bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	e, ok := z.at[node]
+	if !ok || now.Sub(e.read) >= zoneTTL {
+		return "", false
+	}
+	return e.zone, true
+}
+
+// put remembers a node's zone, read at now, and forgets the entries past
+// their TTL, so that nodes gone from the cluster do not pile up.
+func (z *nodeZones) put(node, zone string, now time.Time) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.at == nil {
+		z.at = map[string]zoneEntry{}
+	}
+	for n, e := range z.at {
+		if now.Sub(e.read) >= zoneTTL {
+			delete(z.at, n)
+		}
+	}
+	z.at[node] = zoneEntry{zone: zone, read: now}
+}
+
+// nodeTrouble says what its Ready condition says of a node, "" when it is
+// ready.
+func nodeTrouble(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			return ""
+		}
+		return fmt.Sprintf("node %s is not ready (Ready=%s since %s: %s)", n.Name, c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason)
+	}
+	return fmt.Sprintf("node %s reports no Ready condition", n.Name)
 }
 
 // maxOrdinal is one past the highest ordinal that may have objects: the

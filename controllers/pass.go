@@ -157,6 +157,7 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 	if o.httpTokenProblem != nil {
 		res.problems = append(res.problems, *o.httpTokenProblem)
 	}
+	res.problems = append(res.problems, r.gaps.problems(c)...)
 	for _, w := range r.writes(c, o, d) {
 		if d.holdLists && (w.kind == writeAddresses || w.kind == deleteAddressCopy) {
 			continue

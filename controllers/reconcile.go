@@ -53,6 +53,9 @@ func (r *NameServerClusterReconciler) requeueAfter(c *v1alpha1.NameServerCluster
 	if !d.portsUntil.IsZero() {
 		after = min(after, d.portsUntil.Sub(o.now))
 	}
+	if !o.stuckAt.IsZero() {
+		after = min(after, o.stuckAt.Sub(o.now))
+	}
 	if slices.ContainsFunc(problems, func(p problem) bool { return p.Retry }) {
 		after = min(after, r.retries.next(key))
 	} else {
@@ -91,12 +94,16 @@ func (r *NameServerClusterReconciler) recordMetrics(c *v1alpha1.NameServerCluste
 		if p.PodIP == "" && p.Reachable == nil {
 			continue
 		}
-		m.Peers = append(m.Peers, metrics.Peer{
+		mp := metrics.Peer{
 			Name:           p.Name,
 			Reachable:      p.Reachable != nil && *p.Reachable,
 			MissingBrokers: len(d.routes.Missing[p.Ordinal]),
 			KVDriftKeys:    len(d.kv[p.Ordinal].Drift),
-		})
+		}
+		if p.StuckTerminatingSince != nil {
+			mp.StuckSince = p.StuckTerminatingSince.Time
+		}
+		m.Peers = append(m.Peers, mp)
 	}
 	metrics.Record(m)
 }

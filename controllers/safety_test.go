@@ -167,7 +167,8 @@ var _ = Describe("Operator safety", func() {
 		Expect(p.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/opt/extra")))
 		Expect(p.Containers[0].Env).To(ContainElements(HaveField("Name", "GOMEMLIMIT"), HaveField("Name", "NAMESRV_LOG_LEVEL")))
 		Expect(p.Containers[0].Resources.Limits).To(HaveKeyWithValue(corev1.ResourceMemory, resource.MustParse("1Gi")))
-		Expect(p.Containers[0].Resources.Requests).To(BeEmpty(), "a user's resources replace the defaults entirely")
+		Expect(p.Containers[0].Resources.Requests).To(Equal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")}),
+			"the defaults fill in, one resource at a time, what a user's resources leave out")
 		Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy).To(HaveValue(Equal(appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType})))
 	})

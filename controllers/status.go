@@ -64,13 +64,20 @@ func peerStatuses(c *v1alpha1.NameServerCluster, opts render.Options, o *observe
 			Ready:           p.Ready,
 			Published:       published,
 			Updated:         running && (updateRevision == "" || p.Revision == updateRevision),
+			Node:            p.Node,
+			Zone:            o.zones[p.Node],
 		}
 		if !published {
 			port := c.Spec.Ports.Remoting
 			if p.RemotingPort > 0 {
 				port = p.RemotingPort
 			}
-			ps.Address = render.PeerAddress(c, opts, ordinal, port)
+			ps.Address = render.PublishedAddress(c, opts, ordinal, port, p.HostIP)
+			if ps.Address == "" {
+				// Not scheduled yet on the host network: its name
+				// until it has a node.
+				ps.Address = render.PeerAddress(c, opts, ordinal, port)
+			}
 		}
 		var waits []string
 		if obs, ok := o.state.Peers[ordinal]; ok && running {
@@ -104,6 +111,13 @@ func peerStatuses(c *v1alpha1.NameServerCluster, opts render.Options, o *observe
 			}
 		}
 		switch {
+		case o.stuck(ordinal):
+			ps.StuckTerminatingSince = ptr.To(metav1.NewTime(p.GraceEnds))
+			why := fmt.Sprintf("its pod is stuck terminating on node %s since %s", p.Node, p.GraceEnds.UTC().Format(time.RFC3339))
+			if t := o.nodeTrouble[p.Node]; t != "" {
+				why += ": " + t
+			}
+			waits = append(waits, why+"; the StatefulSet recreates it only once it is gone (see the NamesrvPodStuckTerminating runbook)")
 		case !running && ordinal < d.plan.Replicas:
 			waits = append(waits, "its pod does not exist yet")
 		case running && !p.Ready:
@@ -466,6 +480,11 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	if err := r.Status().Patch(ctx, next, patch); err != nil {
 		return fmt.Errorf("writing the status of %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	// What the API server returned lacks what an outdated CRD's schema
+	// pruned: reported from the next pass on (schemaGaps).
+	if dropped, err := droppedFields(st, next.Status); err == nil {
+		r.gaps.record(c.UID, dropped)
+	}
 	// Only a written status becomes the cluster's: callers go on from it.
 	*c = *next
 
@@ -497,9 +516,27 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 				"%s left the client list: %s", render.PodName(c, o), st.NamesrvAddr)
 		}
 	}
+	for _, p := range st.Peers {
+		if p.StuckTerminatingSince == nil {
+			continue
+		}
+		if prev := peerIn(old.Peers, p.Ordinal); prev == nil || prev.StuckTerminatingSince == nil {
+			r.event(c, peerPod(c, p.Ordinal), corev1.EventTypeWarning, v1alpha1.EventPodStuck, "Observe", "%s", p.Message)
+		}
+	}
 	if st.DrainStartTime != nil && (old.DrainStartTime == nil || !old.DrainStartTime.Equal(st.DrainStartTime)) {
 		r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventDraining, "Drain",
 			"removed peers from the client list; the StatefulSet keeps them for %ds", ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
+	}
+	return nil
+}
+
+// peerIn is the entry of an ordinal in peers, nil when there is none.
+func peerIn(peers []v1alpha1.PeerStatus, ordinal int32) *v1alpha1.PeerStatus {
+	for i := range peers {
+		if peers[i].Ordinal == ordinal {
+			return &peers[i]
+		}
 	}
 	return nil
 }

@@ -129,11 +129,21 @@ const (
 	// peers would accept; the operator cannot change Secrets, so it must
 	// be deleted for the operator to create a new one.
 	RefusalHTTPToken ConditionReason = "HTTPTokenInvalid"
+	// RefusalVolumeExpansion: spec.storage asks for larger claims, and a
+	// claim cannot be expanded (its StorageClass does not allow it, or the
+	// API server refused the expansion).
+	RefusalVolumeExpansion ConditionReason = "VolumeExpansionRefused"
+	// RefusalCRDOutdated: the installed NameServerCluster CRD is older
+	// than the operator: the API server dropped status fields the operator
+	// wrote, because the CRD's schema lacks them (Helm never upgrades the
+	// CRDs of a chart's crds/ directory). Apply the CRD of the operator's
+	// release.
+	RefusalCRDOutdated ConditionReason = "CRDOutdated"
 )
 
 // RefusalReasons are every Refusal* reason. The alert on standing refusals
 // (NamesrvSpecRefused) lists them.
-var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer, RefusalHTTPToken}
+var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer, RefusalHTTPToken, RefusalVolumeExpansion, RefusalCRDOutdated}
 
 // Reasons of the events about a NameServerCluster. Warnings about refused
 // parts of the spec use the Refusal* reasons (RefusalEvent), and holds of a
@@ -157,6 +167,8 @@ const (
 	EventExposedUnauthenticated EventReason = "ExposedUnauthenticated"
 	EventScaleDownHeld          EventReason = EventReason(ReasonScaleDownHeld)
 	EventRolloutPaused          EventReason = EventReason(ReasonRolloutPaused)
+	EventVolumeExpanded         EventReason = "VolumeExpanded"
+	EventPodStuck               EventReason = "PodStuckTerminating"
 )
 
 // RefusalEvent is the reason of the Warning event about a refusal: the

@@ -91,7 +91,7 @@ const AnnotationAcceptPublishFrom = "rocketmq.kube-namesrv.io/accept-publish-fro
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.hostNetwork) || !self.hostNetwork || !has(self.dnsPolicy) || self.dnsPolicy != 'ClusterFirst'",message="dnsPolicy ClusterFirst with hostNetwork resolves names with the node's DNS, not the cluster's: use ClusterFirstWithHostNet (or leave dnsPolicy unset), or Default to mean the node's"
 //
-// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || self.storage == oldSelf.storage)",message="spec.storage cannot be changed after creation: a StatefulSet's volume claim templates are immutable; create a new NameServerCluster instead"
+// +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || has(self.storage.volumeClaimTemplate) == has(oldSelf.storage.volumeClaimTemplate))",message="spec.storage and spec.storage.volumeClaimTemplate cannot be added or removed after creation: a StatefulSet's volume claim templates are immutable; create a new NameServerCluster instead"
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || (has(self.externalAccess.allowUnauthenticated) && self.externalAccess.allowUnauthenticated) || (has(self.externalAccess.loadBalancerSourceRanges) && size(self.externalAccess.loadBalancerSourceRanges) > 0) || (has(self.tls) && has(self.tls.mode) && self.tls.mode == 'Enforcing' && has(self.tls.clientAuth) && self.tls.clientAuth == 'Require')",message="externalAccess exposes the remoting port outside the cluster, where anyone who reaches it may register brokers and write the KV config: set externalAccess.loadBalancerSourceRanges, or tls.mode Enforcing with tls.clientAuth Require, or externalAccess.allowUnauthenticated true to expose it anyway"
 //
@@ -105,8 +105,12 @@ type NameServerClusterSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image of the NameServer. Empty means this project's image at the
-	// operator's own version (the manager's --namesrv-image flag).
+	// operator's own version (the manager's --namesrv-image flag). A Java
+	// RocketMQ image (a repository path that names rocketmq but not
+	// kube-namesrv, such as apache/rocketmq) is refused: it has no
+	// /namesrv, so its pods would only crash-loop.
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([^@/]*/)*[^@/:]*rocketmq') || self.matches('^([^@/]*/)*[^@/:]*kube-namesrv')",message="spec.image names a Java RocketMQ image: NameServerCluster pods run /namesrv of the kube-namesrv image, which a Java image lacks (its pods would crash-loop); leave spec.image empty for the operator's own image, or name a copy of the kube-namesrv image"
 	// +optional
 	Image string `json:"image,omitempty"`
 
@@ -157,11 +161,16 @@ type NameServerClusterSpec struct {
 	// +optional
 	Config map[string]ConfigValue `json:"config,omitempty"`
 
-	// Resources of the NameServer container. When neither requests nor
-	// limits are set, the operator requests 200m CPU and 256Mi of memory
-	// and limits memory to 512Mi, which holds about 100 brokers with 2,000
-	// distinct topics each (docs/benchmarks.md has the cost curves). The
-	// container's GOMEMLIMIT follows its memory limit.
+	// Resources of the NameServer container. The operator requests 200m
+	// CPU and 256Mi of memory and limits memory to twice the memory
+	// request (512Mi by default), which holds about 100 brokers with 2,000
+	// distinct topics each (docs/benchmarks.md has the cost curves). Each
+	// of those is a default of its own: a spec that sets only a CPU
+	// request keeps the memory request and limit. A default request never
+	// exceeds a limit set here. The container's GOMEMLIMIT is 90% of its
+	// memory limit, leaving the rest for what the Go runtime does not
+	// count (stacks, the binary, fragmentation), so that the garbage
+	// collector works harder before the kernel kills the container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -185,10 +194,14 @@ type NameServerClusterSpec struct {
 	// hostNetwork of an apache/rocketmq-operator NameService does: brokers
 	// and clients outside the pod network reach a peer at its node's IP.
 	// The remoting and HTTP ports (spec.ports) are then opened on the node
-	// itself, so they must be free on every node a peer may run on, and no
-	// two peers share a node. The published addresses (the lists,
-	// status.peers[].address) become each peer's node IP and remoting port
-	// instead of its DNS name. Changing it rolls the pods.
+	// itself (as host ports), so they must be free on every node a peer may
+	// run on: the scheduler places a peer only on a node where they are
+	// free, so no two peers share a node, and a peer that finds no such
+	// node stays Pending (its event says "didn't have free ports"). The
+	// published addresses (the lists, status.peers[].address) become each
+	// peer's node IP and remoting port instead of its DNS name; a peer not
+	// scheduled yet is left out of the broker list until it has a node.
+	// Changing it rolls the pods.
 	// +optional
 	HostNetwork bool `json:"hostNetwork,omitempty"`
 
@@ -227,15 +240,22 @@ type NameServerClusterSpec struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Affinity of the pods. When unset, the operator asks the scheduler to
-	// prefer spreading peers across nodes (a soft anti-affinity), so a node
-	// failure takes at most one peer when the cluster has room for it.
-	// Setting it replaces that default entirely.
+	// Affinity of the pods. The operator asks the scheduler to prefer
+	// spreading peers across nodes (a soft pod anti-affinity by
+	// kubernetes.io/hostname), so a node failure takes at most one peer
+	// when the cluster has room for it. That default stays beside a node
+	// affinity or pod affinity set here; setting podAntiAffinity replaces
+	// it.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// TopologySpreadConstraints of the pods; label selectors in them usually
-	// match app.kubernetes.io/instance=<name>.
+	// match app.kubernetes.io/instance=<name>. When empty, the operator
+	// asks the scheduler to spread the peers across zones
+	// (topology.kubernetes.io/zone, maxSkew 1, ScheduleAnyway: a soft rule,
+	// so a single-zone cluster still schedules), so a zone outage leaves
+	// peers in the other zones. Setting any constraint replaces that
+	// default.
 	// +listType=atomic
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
@@ -269,8 +289,9 @@ type NameServerClusterSpec struct {
 
 	// Storage of the KV config (kvConfig.json). Without it an emptyDir is used
 	// and the KV store lives as long as the pod; spec.kvConfig declares the
-	// values every peer holds, whatever its storage. It cannot be changed
-	// after creation.
+	// values every peer holds, whatever its storage. It cannot be added or
+	// removed after creation; the claims' size can grow (see
+	// VolumeClaimTemplate) and the retention policy can change.
 	// +optional
 	Storage *Storage `json:"storage,omitempty"`
 
@@ -684,6 +705,16 @@ type ExternalAccessSpec struct {
 }
 
 // VolumeClaimTemplate describes the PersistentVolumeClaim of each peer.
+// After creation only its size, spec.resources.requests.storage, may
+// change, and only grow: the operator then expands every peer's claim in
+// place when their StorageClass has allowVolumeExpansion, and reports
+// Degraded (reason VolumeExpansionRefused) when it does not. The
+// StatefulSet keeps the size it was created with, since its claim
+// templates are immutable: a claim it creates later is expanded the same
+// way.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.accessModes) == has(oldSelf.spec.accessModes) && (!has(self.spec.accessModes) || self.spec.accessModes == oldSelf.spec.accessModes)) && (has(self.spec.storageClassName) == has(oldSelf.spec.storageClassName) && (!has(self.spec.storageClassName) || self.spec.storageClassName == oldSelf.spec.storageClassName)) && (has(self.spec.selector) == has(oldSelf.spec.selector) && (!has(self.spec.selector) || self.spec.selector == oldSelf.spec.selector)) && (has(self.spec.volumeMode) == has(oldSelf.spec.volumeMode) && (!has(self.spec.volumeMode) || self.spec.volumeMode == oldSelf.spec.volumeMode)) && (has(self.spec.dataSource) == has(oldSelf.spec.dataSource) && (!has(self.spec.dataSource) || self.spec.dataSource == oldSelf.spec.dataSource)) && (has(self.spec.dataSourceRef) == has(oldSelf.spec.dataSourceRef) && (!has(self.spec.dataSourceRef) || self.spec.dataSourceRef == oldSelf.spec.dataSourceRef)) && (has(self.spec.volumeName) == has(oldSelf.spec.volumeName) && (!has(self.spec.volumeName) || self.spec.volumeName == oldSelf.spec.volumeName)) && (has(self.spec.volumeAttributesClassName) == has(oldSelf.spec.volumeAttributesClassName) && (!has(self.spec.volumeAttributesClassName) || self.spec.volumeAttributesClassName == oldSelf.spec.volumeAttributesClassName)) && (has(self.spec.resources.limits) == has(oldSelf.spec.resources.limits) && (!has(self.spec.resources.limits) || self.spec.resources.limits == oldSelf.spec.resources.limits))",message="storage.volumeClaimTemplate can change only in spec.resources.requests.storage after creation: a StatefulSet's claim templates are immutable; create a new NameServerCluster for another class, access mode or source"
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.spec.resources.requests['storage'])).compareTo(quantity(string(oldSelf.spec.resources.requests['storage']))) >= 0",message="storage.volumeClaimTemplate.spec.resources.requests.storage cannot shrink: Kubernetes expands volumes, it never shrinks them"
 type VolumeClaimTemplate struct {
 	// Spec of the claims; at least resources.requests.storage must be set.
 	// +kubebuilder:validation:XValidation:rule="has(self.resources) && has(self.resources.requests) && 'storage' in self.resources.requests",message="storage.volumeClaimTemplate.spec.resources.requests.storage is required"
@@ -901,6 +932,24 @@ type PeerStatus struct {
 	// PodIP of the peer's pod, when it has one.
 	// +optional
 	PodIP string `json:"podIP,omitempty"`
+
+	// Node the peer's pod is scheduled to, when it is.
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// Zone of that node (its topology.kubernetes.io/zone label), when the
+	// operator can read Nodes and the label is set.
+	// +optional
+	Zone string `json:"zone,omitempty"`
+
+	// StuckTerminatingSince is set while the peer's pod is stuck
+	// terminating: it was deleted, its grace period is over, and it is
+	// still there, typically because its node is down and no kubelet
+	// confirms the deletion. It is when the grace period ended. The
+	// StatefulSet does not recreate the pod until it is gone; see the
+	// NamesrvPodStuckTerminating runbook for when to force-delete it.
+	// +optional
+	StuckTerminatingSince *metav1.Time `json:"stuckTerminatingSince,omitempty"`
 
 	// ExternalAddress is the host:port of the peer's external Service, once
 	// known (spec.externalAccess).

@@ -63,6 +63,8 @@ var (
 		"1 while peers removed from the list keep running for the drain period.", clusterLabels)
 	ScaleDownHeld = gaugeVec("cluster_scale_down_held",
 		"1 while a scale-down waits because the peers that would remain are not serving.", clusterLabels)
+	PeerStuckTerminatingSince = gaugeVec("peer_stuck_terminating_since_timestamp_seconds",
+		"Unix time at which the grace period of the peer's deleted pod ended, while the pod is stuck terminating (typically on a dead node); 0 while it is not.", peerLabels)
 	LastPublishTime = gaugeVec("cluster_last_publish_timestamp_seconds",
 		"Unix time of the last reconcile that found every address ConfigMap, copies included, holding the current lists; time() minus it grows only while publication fails.", clusterLabels)
 	Conditions = gaugeVec("cluster_condition",
@@ -77,7 +79,7 @@ var (
 var all = []prometheus.Collector{
 	DesiredPeers, ReadyPeers, PublishedPeers, ServingPeers, RoutesConsistent, PeerMissingBrokers,
 	PeerReachable, KVConfigInSync, PeerKVDriftKeys, RolloutInProgress, RolloutPaused, OutdatedPeers,
-	DrainInProgress, ScaleDownHeld, LastPublishTime, Conditions, Refusals,
+	DrainInProgress, ScaleDownHeld, LastPublishTime, Conditions, Refusals, PeerStuckTerminatingSince,
 }
 
 func init() {
@@ -103,7 +105,7 @@ func Forget(namespace, name string) {
 // ForgetPeer drops the per-peer series of one peer, once it no longer runs.
 func ForgetPeer(namespace, name, peer string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name, "peer": peer}
-	for _, v := range []*prometheus.GaugeVec{PeerMissingBrokers, PeerReachable, PeerKVDriftKeys} {
+	for _, v := range []*prometheus.GaugeVec{PeerMissingBrokers, PeerReachable, PeerKVDriftKeys, PeerStuckTerminatingSince} {
 		v.DeletePartialMatch(labels)
 	}
 }
@@ -141,6 +143,9 @@ type Peer struct {
 	Reachable      bool
 	MissingBrokers int
 	KVDriftKeys    int
+	// StuckSince is when the grace period of its stuck terminating pod
+	// ended; zero when it is not stuck.
+	StuckSince time.Time
 }
 
 // Record sets every gauge of a cluster. Peers absent from c.Peers lose
@@ -169,6 +174,11 @@ func Record(c Cluster) {
 		PeerReachable.With(pl).Set(boolValue(p.Reachable))
 		PeerMissingBrokers.With(pl).Set(float64(p.MissingBrokers))
 		PeerKVDriftKeys.With(pl).Set(float64(p.KVDriftKeys))
+		stuck := 0.0
+		if !p.StuckSince.IsZero() {
+			stuck = float64(p.StuckSince.UnixNano()) / 1e9
+		}
+		PeerStuckTerminatingSince.With(pl).Set(stuck)
 	}
 	forgetPeersExcept(c.Namespace, c.Name, keep)
 }

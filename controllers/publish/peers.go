@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,14 @@ type Peer struct {
 	Terminating bool
 	Ready       bool
 	IP          string
-	// HostIP is the node's address, for node-port external access.
+	// HostIP is the node's address, for node-port external access and the
+	// host network.
 	HostIP string
+	// Node is the node the pod is scheduled to, "" before.
+	Node string
+	// GraceEnds is, for a terminating pod, when its grace period ends (its
+	// deletionTimestamp): a pod still there well after it is stuck.
+	GraceEnds time.Time
 	// Revision is the pod's controller-revision-hash: the pod template it
 	// was created from.
 	Revision string
@@ -60,7 +67,11 @@ func Peers(statefulSet string, pods []corev1.Pod) map[int32]Peer {
 			Ready:       p.DeletionTimestamp == nil && PodReady(p),
 			IP:          p.Status.PodIP,
 			HostIP:      p.Status.HostIP,
+			Node:        p.Spec.NodeName,
 			Revision:    p.Labels[appsv1.ControllerRevisionHashLabelKey],
+		}
+		if p.DeletionTimestamp != nil {
+			peer.GraceEnds = p.DeletionTimestamp.Time
 		}
 		for _, c := range p.Spec.Containers {
 			for _, port := range c.Ports {

@@ -28,6 +28,21 @@ func PeerAddress(c *v1alpha1.NameServerCluster, o Options, ordinal, port int32) 
 	return hostPort(PeerHost(c, o, ordinal), port)
 }
 
+// PublishedAddress is where brokers and clients reach a peer, with a
+// remoting port: its stable DNS name, or on the host network (where they
+// may run outside the pod network and cannot resolve cluster names) the IP
+// of the node it runs on, hostIP, which is "" until the pod is scheduled:
+// then so is the address.
+func PublishedAddress(c *v1alpha1.NameServerCluster, o Options, ordinal, port int32, hostIP string) string {
+	if !c.Spec.HostNetwork {
+		return PeerAddress(c, o, ordinal, port)
+	}
+	if hostIP == "" {
+		return ""
+	}
+	return hostPort(hostIP, port)
+}
+
 // AddressServerDomain is where HTTP readers of the lists (brokers with
 // fetchNamesrvAddrByAddressServer, clients with rocketmq.namesrv.domain)
 // fetch them: the client Service's HTTP port. The port is always written

@@ -352,3 +352,26 @@ func TestDataDigest(t *testing.T) {
 		}
 	}
 }
+
+func TestPublishedAddress(t *testing.T) {
+	o := Options{ClusterDomain: "cluster.local"}
+	tests := []struct {
+		name        string
+		hostNetwork bool
+		hostIP      string
+		want        string
+	}{
+		{name: "pod network: the stable name", hostIP: "192.168.0.7", want: "ns1-2.ns1-headless.mq.svc.cluster.local:9877"},
+		{name: "host network: the node's IP", hostNetwork: true, hostIP: "192.168.0.7", want: "192.168.0.7:9877"},
+		{name: "host network, IPv6", hostNetwork: true, hostIP: "fd00::7", want: "[fd00::7]:9877"},
+		{name: "host network, not scheduled yet: none", hostNetwork: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.HostNetwork = tt.hostNetwork })
+			if got := PublishedAddress(c, o, 2, 9877, tt.hostIP); got != tt.want {
+				t.Errorf("PublishedAddress() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

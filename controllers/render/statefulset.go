@@ -124,7 +124,7 @@ func DefaultContainerSecurityContext() *corev1.SecurityContext {
 }
 
 // DefaultResources are the NameServer container's resources when
-// spec.resources is empty, sized from the cost curves of docs/benchmarks.md
+// spec.resources is empty (Resources fills in each one it leaves out), sized from the cost curves of docs/benchmarks.md
 // for a cluster of up to 250,000 topic entries (topics times the broker
 // groups serving them; 100 groups of 1,000 topics measured 81-86 MiB). A
 // peer's steady memory is about 10 MiB plus 0.8 KiB per entry, about
@@ -142,6 +142,91 @@ func DefaultResources() corev1.ResourceRequirements {
 		},
 		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 	}
+}
+
+// Resources are the NameServer container's resources: spec.resources, with
+// each default of DefaultResources filling in what it leaves out, one
+// resource at a time, so that a spec setting only a CPU request keeps the
+// memory request and limit. A default request never exceeds a limit the
+// spec sets (the API server would refuse the pod), and the default memory
+// limit is twice the memory request, the headroom DefaultResources gives.
+func Resources(c *v1alpha1.NameServerCluster) corev1.ResourceRequirements {
+	r := *c.Spec.Resources.DeepCopy()
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	if r.Limits == nil {
+		r.Limits = corev1.ResourceList{}
+	}
+	def := DefaultResources()
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := r.Requests[name]; ok {
+			continue
+		}
+		q := def.Requests[name]
+		if l, ok := r.Limits[name]; ok && l.Cmp(q) < 0 {
+			q = l
+		}
+		r.Requests[name] = q
+	}
+	if _, ok := r.Limits[corev1.ResourceMemory]; !ok {
+		q := r.Requests[corev1.ResourceMemory]
+		q.Add(q)
+		r.Limits[corev1.ResourceMemory] = q
+	}
+	return r
+}
+
+// GoMemLimit is the container's GOMEMLIMIT, in bytes: 90% of its memory
+// limit. The Go runtime's limit counts only the memory it manages; the rest
+// (goroutine stacks outside the heap's accounting, the binary, page
+// fragmentation) needs headroom below the cgroup's limit, or the kernel
+// kills the container before the collector has worked harder.
+func GoMemLimit(r corev1.ResourceRequirements) string {
+	l := r.Limits[corev1.ResourceMemory]
+	return strconv.FormatInt(l.Value()/10*9, 10)
+}
+
+// ZoneLabel is the well-known label of a node's zone.
+const ZoneLabel = corev1.LabelTopologyZone
+
+// DefaultTopologySpreadConstraints spread the peers across zones when the
+// scheduler can: ScheduleAnyway, so that a cluster with one zone, or with
+// fewer zones than peers, still schedules every peer.
+func DefaultTopologySpreadConstraints(c *v1alpha1.NameServerCluster) []corev1.TopologySpreadConstraint {
+	return []corev1.TopologySpreadConstraint{{
+		MaxSkew:           1,
+		TopologyKey:       ZoneLabel,
+		WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector:     &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
+	}}
+}
+
+// Affinity is spec.affinity with the default pod anti-affinity beside it,
+// unless the spec sets a pod anti-affinity of its own: a node affinity (to
+// keep the peers on some nodes) says nothing about spreading them.
+func Affinity(c *v1alpha1.NameServerCluster) *corev1.Affinity {
+	if c.Spec.Affinity == nil {
+		return DefaultAffinity(c)
+	}
+	a := c.Spec.Affinity.DeepCopy()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = DefaultAffinity(c).PodAntiAffinity
+	}
+	return a
+}
+
+// DNSPolicy is the pods' DNS policy, "" for the API server's default
+// (ClusterFirst): spec.dnsPolicy, else ClusterFirstWithHostNet on the host
+// network, where ClusterFirst would resolve with the node's resolver.
+func DNSPolicy(c *v1alpha1.NameServerCluster) corev1.DNSPolicy {
+	switch {
+	case c.Spec.DNSPolicy != "":
+		return c.Spec.DNSPolicy
+	case c.Spec.HostNetwork:
+		return corev1.DNSClusterFirstWithHostNet
+	}
+	return ""
 }
 
 // DefaultAffinity prefers one peer per node: a soft rule, so a cluster with
@@ -254,13 +339,17 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options, extraPorts []int32) (
 	}
 	spec.WithSecurityContext(podSC)
 
-	affinity := c.Spec.Affinity
-	if affinity == nil {
-		affinity = DefaultAffinity(c)
-	}
 	spec.Affinity = &corev1ac.AffinityApplyConfiguration{}
-	if err := convert(affinity, spec.Affinity); err != nil {
+	if err := convert(Affinity(c), spec.Affinity); err != nil {
 		return nil, fmt.Errorf("affinity: %w", err)
+	}
+	// Rendered only when set: an operator upgrade must not change the pod
+	// template of clusters that do not use them, which would roll them.
+	if c.Spec.HostNetwork {
+		spec.WithHostNetwork(true)
+	}
+	if p := DNSPolicy(c); p != "" {
+		spec.WithDNSPolicy(p)
 	}
 	for _, t := range c.Spec.Tolerations {
 		ac := &corev1ac.TolerationApplyConfiguration{}
@@ -269,7 +358,11 @@ func podTemplate(c *v1alpha1.NameServerCluster, o Options, extraPorts []int32) (
 		}
 		spec.WithTolerations(ac)
 	}
-	for _, t := range c.Spec.TopologySpreadConstraints {
+	spread := c.Spec.TopologySpreadConstraints
+	if len(spread) == 0 {
+		spread = DefaultTopologySpreadConstraints(c)
+	}
+	for _, t := range spread {
 		ac := &corev1ac.TopologySpreadConstraintApplyConfiguration{}
 		if err := convert(t, ac); err != nil {
 			return nil, fmt.Errorf("topology spread constraints: %w", err)
@@ -300,11 +393,7 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options, extraPorts []int
 		WithImage(Image(c, o)).
 		WithCommand("/namesrv").
 		WithArgs(Args(c, extraPorts...)...).
-		WithPorts(
-			corev1ac.ContainerPort().WithName(RemotingPortName).WithContainerPort(c.Spec.Ports.Remoting).WithProtocol(corev1.ProtocolTCP),
-			corev1ac.ContainerPort().WithName(HTTPPortName).WithContainerPort(c.Spec.Ports.HTTP).WithProtocol(corev1.ProtocolTCP),
-		).
-		WithPorts(extraContainerPorts(extraPorts)...).
+		WithPorts(containerPorts(c, extraPorts)...).
 		// /readyz is unready while the start-up route gate is closed, so
 		// readiness means "serves clients"; /healthz fails when the
 		// remoting server or the route table is stuck, not only HTTP.
@@ -315,8 +404,7 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options, extraPorts []int
 		// stays open that long before the SIGTERM that closes it.
 		WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
 			WithSleep(corev1ac.SleepAction().WithSeconds(PreStopSeconds)))).
-		WithEnv(corev1ac.EnvVar().WithName("GOMEMLIMIT").WithValueFrom(corev1ac.EnvVarSource().
-			WithResourceFieldRef(corev1ac.ResourceFieldSelector().WithContainerName(ContainerName).WithResource("limits.memory")))).
+		WithEnv(corev1ac.EnvVar().WithName("GOMEMLIMIT").WithValue(GoMemLimit(Resources(c)))).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(ConfigVolume).WithMountPath(ConfigDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(AddressVolume).WithMountPath(AddressDir).WithReadOnly(true),
@@ -353,12 +441,8 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options, extraPorts []int
 	if c.Spec.ImagePullPolicy != "" {
 		ctr.WithImagePullPolicy(c.Spec.ImagePullPolicy)
 	}
-	resources := c.Spec.Resources
-	if len(resources.Limits) == 0 && len(resources.Requests) == 0 && len(resources.Claims) == 0 {
-		resources = DefaultResources()
-	}
 	ctr.Resources = &corev1ac.ResourceRequirementsApplyConfiguration{}
-	if err := convert(resources, ctr.Resources); err != nil {
+	if err := convert(Resources(c), ctr.Resources); err != nil {
 		return nil, fmt.Errorf("resources: %w", err)
 	}
 	sc := &corev1ac.SecurityContextApplyConfiguration{}
@@ -416,13 +500,26 @@ func volumes(c *v1alpha1.NameServerCluster) []*corev1ac.VolumeApplyConfiguration
 	return vols
 }
 
-// extraContainerPorts name the ports a NameServer serves while it moves to
-// a new remoting port (remoting-<port>), for NetworkPolicies and readers of
-// the pod spec; the operator's own "remoting" port is always the new one.
-func extraContainerPorts(ports []int32) []*corev1ac.ContainerPortApplyConfiguration {
-	out := make([]*corev1ac.ContainerPortApplyConfiguration, 0, len(ports))
-	for _, p := range ports {
-		out = append(out, corev1ac.ContainerPort().WithName(fmt.Sprintf("%s-%d", RemotingPortName, p)).WithContainerPort(p).WithProtocol(corev1.ProtocolTCP))
+// containerPorts are the remoting and HTTP ports, then those a NameServer
+// serves while it moves to a new remoting port (remoting-<port>), named for
+// NetworkPolicies and readers of the pod spec; the operator's own
+// "remoting" port is always the new one. On the host network each is also
+// a host port, as the API server would default it: written out, so that
+// the scheduler's free-port check is visible in the template.
+func containerPorts(c *v1alpha1.NameServerCluster, extra []int32) []*corev1ac.ContainerPortApplyConfiguration {
+	port := func(name string, p int32) *corev1ac.ContainerPortApplyConfiguration {
+		ac := corev1ac.ContainerPort().WithName(name).WithContainerPort(p).WithProtocol(corev1.ProtocolTCP)
+		if c.Spec.HostNetwork {
+			ac.WithHostPort(p)
+		}
+		return ac
+	}
+	out := []*corev1ac.ContainerPortApplyConfiguration{
+		port(RemotingPortName, c.Spec.Ports.Remoting),
+		port(HTTPPortName, c.Spec.Ports.HTTP),
+	}
+	for _, p := range extra {
+		out = append(out, port(fmt.Sprintf("%s-%d", RemotingPortName, p), p))
 	}
 	return out
 }

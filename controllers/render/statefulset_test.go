@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -59,12 +60,19 @@ func TestStatefulSetDefaults(t *testing.T) {
 	if ptr.Deref(pod.TerminationGracePeriodSeconds, 0) != 30 || ptr.Deref(pod.AutomountServiceAccountToken, true) || ptr.Deref(pod.EnableServiceLinks, true) {
 		t.Errorf("grace=%v automount=%v serviceLinks=%v", pod.TerminationGracePeriodSeconds, pod.AutomountServiceAccountToken, pod.EnableServiceLinks)
 	}
-	if pod.ServiceAccountName != "" || pod.PriorityClassName != "" || len(pod.NodeSelector)+len(pod.Tolerations)+len(pod.TopologySpreadConstraints)+len(pod.ImagePullSecrets) != 0 {
+	if pod.ServiceAccountName != "" || pod.PriorityClassName != "" || len(pod.NodeSelector)+len(pod.Tolerations)+len(pod.ImagePullSecrets) != 0 {
 		t.Errorf("serviceAccount=%q priority=%q nodeSelector=%v tolerations=%v spread=%v pullSecrets=%v without the spec asking",
 			pod.ServiceAccountName, pod.PriorityClassName, pod.NodeSelector, pod.Tolerations, pod.TopologySpreadConstraints, pod.ImagePullSecrets)
 	}
 	if !equality.Semantic.DeepEqual(pod.SecurityContext, DefaultPodSecurityContext()) {
 		t.Errorf("pod security context = %+v", pod.SecurityContext)
+	}
+	if !equality.Semantic.DeepEqual(pod.TopologySpreadConstraints, DefaultTopologySpreadConstraints(c)) ||
+		pod.TopologySpreadConstraints[0].TopologyKey != "topology.kubernetes.io/zone" || pod.TopologySpreadConstraints[0].WhenUnsatisfiable != corev1.ScheduleAnyway {
+		t.Errorf("topology spread = %+v, want the soft zone spread", pod.TopologySpreadConstraints)
+	}
+	if pod.HostNetwork || pod.DNSPolicy != "" {
+		t.Errorf("hostNetwork=%v dnsPolicy=%q without the spec asking", pod.HostNetwork, pod.DNSPolicy)
 	}
 	if !equality.Semantic.DeepEqual(pod.Affinity, DefaultAffinity(c)) {
 		t.Errorf("affinity = %+v, want the soft anti-affinity", pod.Affinity)
@@ -111,11 +119,10 @@ func TestStatefulSetDefaults(t *testing.T) {
 	if !equality.Semantic.DeepEqual(ctr.Resources, DefaultResources()) {
 		t.Errorf("resources = %+v, want the defaults without spec.resources", ctr.Resources)
 	}
-	wantEnv := []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
-		ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "namesrv", Resource: "limits.memory"},
-	}}}
+	// 90% of 512Mi.
+	wantEnv := []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "483183819"}}
 	if !equality.Semantic.DeepEqual(ctr.Env, wantEnv) || len(ctr.EnvFrom) != 0 {
-		t.Errorf("env = %+v envFrom = %+v, want GOMEMLIMIT from the memory limit only", ctr.Env, ctr.EnvFrom)
+		t.Errorf("env = %+v envFrom = %+v, want GOMEMLIMIT at 90%% of the memory limit only", ctr.Env, ctr.EnvFrom)
 	}
 	wantLifecycle := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: PreStopSeconds}}}
 	if !equality.Semantic.DeepEqual(ctr.Lifecycle, wantLifecycle) {
@@ -235,7 +242,7 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 			},
 		},
 		{
-			name: "scheduling knobs pass through and affinity replaces the default",
+			name: "scheduling knobs pass through; a node affinity keeps the default anti-affinity, spread constraints replace the default",
 			edit: func(c *v1alpha1.NameServerCluster) {
 				c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 				c.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "mq", Effect: corev1.TaintEffectNoSchedule}}
@@ -251,14 +258,65 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 				if p.NodeSelector["disk"] != "ssd" || len(p.Tolerations) != 1 || p.Tolerations[0].Value != "mq" || p.PriorityClassName != "mq-critical" {
 					t.Errorf("nodeSelector %v tolerations %v priority %q", p.NodeSelector, p.Tolerations, p.PriorityClassName)
 				}
-				if p.Affinity.PodAntiAffinity != nil || p.Affinity.NodeAffinity == nil {
-					t.Errorf("affinity = %+v, want the user's only", p.Affinity)
+				if p.Affinity.NodeAffinity == nil || p.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key != "zone" ||
+					!equality.Semantic.DeepEqual(p.Affinity.PodAntiAffinity, DefaultAffinity(cluster()).PodAntiAffinity) {
+					t.Errorf("affinity = %+v, want the user's node affinity beside the default anti-affinity", p.Affinity)
 				}
 				if len(p.TopologySpreadConstraints) != 1 || p.TopologySpreadConstraints[0].TopologyKey != "zone" {
 					t.Errorf("topology spread = %+v", p.TopologySpreadConstraints)
 				}
 				if q := p.Containers[0].Resources.Requests[corev1.ResourceMemory]; q.Cmp(resource.MustParse("256Mi")) != 0 {
 					t.Errorf("memory request = %v", q.String())
+				}
+			},
+		},
+		{
+			name: "a pod anti-affinity of the user's replaces the default",
+			edit: func(c *v1alpha1.NameServerCluster) {
+				c.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": "ns1"}}, TopologyKey: "kubernetes.io/hostname",
+				}}}}
+			},
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				a := s.Spec.Template.Spec.Affinity
+				if a.NodeAffinity != nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 0 || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+					t.Errorf("affinity = %+v, want the user's hard anti-affinity only", a)
+				}
+			},
+		},
+		{
+			name: "the host network: host ports, ClusterFirstWithHostNet",
+			edit: func(c *v1alpha1.NameServerCluster) { c.Spec.HostNetwork = true },
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				p := s.Spec.Template.Spec
+				if !p.HostNetwork || p.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+					t.Errorf("hostNetwork=%v dnsPolicy=%q, want true and ClusterFirstWithHostNet", p.HostNetwork, p.DNSPolicy)
+				}
+				want := []corev1.ContainerPort{
+					{Name: "remoting", ContainerPort: 9876, HostPort: 9876, Protocol: corev1.ProtocolTCP},
+					{Name: "http", ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP},
+				}
+				if !slices.Equal(p.Containers[0].Ports, want) {
+					t.Errorf("ports = %+v, want %+v", p.Containers[0].Ports, want)
+				}
+			},
+		},
+		{
+			name: "the host network with the node's resolver",
+			edit: func(c *v1alpha1.NameServerCluster) { c.Spec.HostNetwork, c.Spec.DNSPolicy = true, corev1.DNSDefault },
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				if p := s.Spec.Template.Spec; !p.HostNetwork || p.DNSPolicy != corev1.DNSDefault {
+					t.Errorf("hostNetwork=%v dnsPolicy=%q, want true and Default", p.HostNetwork, p.DNSPolicy)
+				}
+			},
+		},
+		{
+			name: "a DNS policy on the pod network",
+			edit: func(c *v1alpha1.NameServerCluster) { c.Spec.DNSPolicy = corev1.DNSDefault },
+			check: func(t *testing.T, s *appsv1.StatefulSet) {
+				p := s.Spec.Template.Spec
+				if p.HostNetwork || p.DNSPolicy != corev1.DNSDefault || p.Containers[0].Ports[0].HostPort != 0 {
+					t.Errorf("hostNetwork=%v dnsPolicy=%q ports=%+v, want the pod network, Default, no host port", p.HostNetwork, p.DNSPolicy, p.Containers[0].Ports)
 				}
 			},
 		},
@@ -285,7 +343,7 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 			check: func(t *testing.T, s *appsv1.StatefulSet) {
 				env := s.Spec.Template.Spec.Containers[0].Env
 				want := []corev1.EnvVar{
-					{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "namesrv", Resource: "limits.memory"}}},
+					{Name: "GOMEMLIMIT", Value: "483183819"},
 					{Name: "NAMESRV_ORDER_MESSAGE_ENABLE", Value: "true"},
 					{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 						LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k",
@@ -405,39 +463,59 @@ func TestDefaultResources(t *testing.T) {
 	}
 }
 
-// The defaults apply only when spec.resources is entirely empty: a user who
-// sets any part of it gets exactly what they set.
+// Each default fills in what spec.resources leaves out, one resource at a
+// time; GOMEMLIMIT is 90% of whatever memory limit results.
 func TestStatefulSetResources(t *testing.T) {
-	requestsOnly := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
-	limitsOnly := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
-	claimsOnly := corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}
-	both := corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	q := resource.MustParse
+	list := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = q(kv[i+1])
+		}
+		return l
 	}
 	tests := []struct {
-		name string
-		in   corev1.ResourceRequirements
-		want corev1.ResourceRequirements
+		name     string
+		in       corev1.ResourceRequirements
+		want     corev1.ResourceRequirements
+		goMemory string
 	}{
-		{name: "empty gets the defaults", want: DefaultResources()},
-		{name: "empty lists get the defaults", in: corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}, want: DefaultResources()},
-		{name: "requests only, no default limit", in: requestsOnly, want: requestsOnly},
-		{name: "limits only, no default requests", in: limitsOnly, want: limitsOnly},
-		{name: "claims only", in: claimsOnly, want: claimsOnly},
-		{name: "requests and limits", in: both, want: both},
+		{name: "empty gets the defaults", want: DefaultResources(), goMemory: "483183819"},
+		{name: "empty lists get the defaults", in: corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}},
+			want: DefaultResources(), goMemory: "483183819"},
+		{name: "a CPU request only keeps the memory defaults",
+			in:   corev1.ResourceRequirements{Requests: list("cpu", "1")},
+			want: corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "256Mi"), Limits: list("memory", "512Mi")}, goMemory: "483183819"},
+		{name: "a memory request gets a limit of twice it",
+			in:   corev1.ResourceRequirements{Requests: list("memory", "1Gi")},
+			want: corev1.ResourceRequirements{Requests: list("cpu", "200m", "memory", "1Gi"), Limits: list("memory", "2Gi")}, goMemory: "1932735276"},
+		{name: "a memory limit keeps the default requests",
+			in:   corev1.ResourceRequirements{Limits: list("memory", "2Gi")},
+			want: corev1.ResourceRequirements{Requests: list("cpu", "200m", "memory", "256Mi"), Limits: list("memory", "2Gi")}, goMemory: "1932735276"},
+		{name: "default requests never exceed a limit",
+			in:   corev1.ResourceRequirements{Limits: list("cpu", "100m", "memory", "128Mi")},
+			want: corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "128Mi"), Limits: list("cpu", "100m", "memory", "128Mi")}, goMemory: "120795948"},
+		{name: "claims keep the defaults",
+			in: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}},
+			want: corev1.ResourceRequirements{Requests: list("cpu", "200m", "memory", "256Mi"), Limits: list("memory", "512Mi"),
+				Claims: []corev1.ResourceClaim{{Name: "gpu"}}}, goMemory: "483183819"},
+		{name: "everything set is kept as it is",
+			in:   corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "1Gi"), Limits: list("cpu", "2", "memory", "1Gi")},
+			want: corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "1Gi"), Limits: list("cpu", "2", "memory", "1Gi")}, goMemory: "966367638"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sts := renderStatefulSet(t, cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Resources = tt.in }), 3)
+			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Resources = tt.in })
+			sts := renderStatefulSet(t, c, 3)
 			ctr := sts.Spec.Template.Spec.Containers[0]
 			if !equality.Semantic.DeepEqual(ctr.Resources, tt.want) {
 				t.Errorf("resources = %+v, want %+v", ctr.Resources, tt.want)
 			}
-			// GOMEMLIMIT follows whatever memory limit there is.
-			if len(ctr.Env) == 0 || ctr.Env[0].Name != "GOMEMLIMIT" || ctr.Env[0].ValueFrom == nil || ctr.Env[0].ValueFrom.ResourceFieldRef == nil ||
-				ctr.Env[0].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
-				t.Errorf("env = %+v, want GOMEMLIMIT from limits.memory first", ctr.Env)
+			if len(ctr.Env) == 0 || ctr.Env[0] != (corev1.EnvVar{Name: "GOMEMLIMIT", Value: tt.goMemory}) {
+				t.Errorf("env = %+v, want GOMEMLIMIT=%s (90%% of the memory limit) first", ctr.Env, tt.goMemory)
+			}
+			if len(c.Spec.Resources.Requests) != len(tt.in.Requests) || len(c.Spec.Resources.Limits) != len(tt.in.Limits) {
+				t.Errorf("rendering changed the spec's resources: %+v", c.Spec.Resources)
 			}
 		})
 	}
