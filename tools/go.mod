@@ -4,12 +4,18 @@ go 1.26.0
 
 toolchain go1.26.10
 
-require github.com/kube-namesrv/kube-namesrv v0.0.0
+require (
+	github.com/google/go-containerregistry v0.22.1
+	github.com/kube-namesrv/kube-namesrv v0.0.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
