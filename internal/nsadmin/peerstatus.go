@@ -110,7 +110,7 @@ func fetchSummary(ctx context.Context, p *peer, url string) (*peerstatus.Summary
 	if err != nil {
 		return nil, &PeerError{Addr: p.addr, Kind: Protocol, Msg: err.Error(), Err: err}
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: p.opts.dial}}
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *neturl.Error
