@@ -42,6 +42,12 @@ type stickyClient struct {
 	seen func(clientQuery)
 }
 
+// javaTimeout is a Java client's connect timeout and its route query's
+// (NettyClientConfig.connectTimeoutMillis, and the 3 s MQClientInstance
+// waits for GET_ROUTEINFO_BY_TOPIC): a peer slower than that fails the
+// query at the transport level.
+const javaTimeout = 3 * time.Second
+
 // clientQuery is one route query a client made.
 type clientQuery struct {
 	client int
@@ -90,7 +96,7 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 	if c.conn == nil {
 		ip, err := resolve(c.peer)
 		if err == nil {
-			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			dctx, cancel := context.WithTimeout(ctx, javaTimeout)
 			c.conn, err = remotingclient.Dial(dctx, ip, remotingclient.Options{})
 			cancel()
 		}
@@ -100,7 +106,7 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 			return
 		}
 	}
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	qctx, cancel := context.WithTimeout(ctx, javaTimeout)
 	defer cancel()
 	resp, err := c.conn.Invoke(qctx, &remotingclient.Request{
 		Code: protocol.GetRouteInfoByTopic,
@@ -132,7 +138,8 @@ func (c *stickyClient) drop() {
 
 // clientFleet runs sticky clients against one cluster: some from the start,
 // and one more every 300 ms, so that together they land on every peer,
-// including one that is restarting.
+// including one that is restarting or new; past maxClients, each new client
+// retires the oldest running one.
 type clientFleet struct {
 	cancel func()
 	done   chan struct{}
@@ -150,8 +157,8 @@ func (f *clientFleet) answers(peer string) int {
 	return f.answered[peer]
 }
 
-// startClients starts n clients at once and then a new one every 300 ms, up
-// to maxClients, until the returned fleet is stopped.
+// startClients starts n clients at once and then a new one every 300 ms,
+// keeping at most maxClients running, until the returned fleet is stopped.
 func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet {
 	t.Helper()
 	const maxClients = 60
@@ -173,7 +180,7 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 		}
 	}
 	var wg sync.WaitGroup
-	run := func(cl *stickyClient) {
+	run := func(ctx context.Context, cl *stickyClient) {
 		defer wg.Done()
 		defer cl.drop()
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -196,13 +203,17 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 			}
 		}
 	}
+	// retire cancels the running clients, oldest first.
+	var retire []context.CancelFunc
 	add := func() {
 		f.mu.Lock()
 		cl := &stickyClient{id: len(f.clients), seen: seen}
 		f.clients = append(f.clients, cl)
 		f.mu.Unlock()
+		cctx, cancel := context.WithCancel(ctx)
+		retire = append(retire, cancel)
 		wg.Add(1)
-		go run(cl)
+		go run(cctx, cl)
 	}
 	for range n {
 		add()
@@ -211,13 +222,14 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 		defer close(f.done)
 		tick := time.NewTicker(300 * time.Millisecond)
 		defer tick.Stop()
-		for added := n; ctx.Err() == nil; {
+		for ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
 			case <-tick.C:
-				if added < maxClients {
-					add()
-					added++
+				add()
+				if len(retire) > maxClients {
+					retire[0]()
+					retire = retire[1:]
 				}
 			}
 		}
