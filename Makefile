@@ -373,10 +373,12 @@ FUZZ_TARGETS ?= \
 	./namesrv/remoting:FuzzBinaryHeader ./namesrv/remoting:FuzzJSONHeader \
 	./namesrv/remoting:FuzzFrameReader \
 	./namesrv/fjson:FuzzReader \
-	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig \
-	./namesrv/config:FuzzParseProperties ./namesrv/kvconfig:FuzzLoadKV \
-	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest \
-	./internal/nsadmin:FuzzDecodeAnswers
+	./namesrv/body:FuzzDecodeRegisterBody ./namesrv/body:FuzzDecodeCompressed ./namesrv/body:FuzzScanTopicConfig ./namesrv/body:FuzzInflate \
+	./namesrv/body:FuzzDecodeAnswers ./namesrv/body:FuzzRouteRoundTrip ./namesrv/body:FuzzClusterInfoRoundTrip ./namesrv/body:FuzzTopicListRoundTrip \
+	./namesrv/config:FuzzParseProperties ./namesrv/config:FuzzFormatProperties ./namesrv/kvconfig:FuzzLoadKV \
+	./namesrv/kvdeclared:FuzzDecodeKVFile ./namesrv/httpapi:FuzzDecodeGateRequest ./namesrv/liverecord:FuzzDecode \
+	./namesrv/httpapi:FuzzParseBearer ./namesrv/httpapi:FuzzParseTokens ./namesrv/authz:FuzzParsePolicy \
+	./internal/nsadmin:FuzzDecodeAnswers ./internal/migrate:FuzzConvert
 
 .PHONY: fuzz-short
 fuzz-short: ## Fuzz every decoder briefly.
@@ -429,9 +431,29 @@ bench-curves: build nsbench ## Measure the cost curves into docs/curves and redr
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode curves -out $(CURVES_DIR) $(CURVES_FLAGS)
 	$(MAKE) bench-plot
 
+# bench-plot draws another NameServer's curves (the CSV files in
+# CURVES_COMPARE, measured by the same sweep) dashed beside ours, and sets
+# them beside ours point by point; CURVES_COMPARE= leaves them out.
+CURVES_COMPARE ?= $(CURVES_DIR)/java-4.9.8
+CURVES_COMPARE_LABEL ?= Java 4.9.8
+
 .PHONY: bench-plot
-bench-plot: nsbench ## Redraw the cost curves' SVGs and docs/benchmarks.md's report from the CSV files in docs/curves.
-	$(LOCALBIN)/nsbench -mode plot -out $(CURVES_DIR) -doc docs/benchmarks.md
+bench-plot: nsbench ## Redraw the cost curves' SVGs and docs/benchmarks.md's report from the CSV files in docs/curves (and CURVES_COMPARE's beside them).
+	$(LOCALBIN)/nsbench -mode plot -out $(CURVES_DIR) -doc docs/benchmarks.md -compare "$(CURVES_COMPARE)" -compare-label "$(CURVES_COMPARE_LABEL)"
+
+# The Java NameServer's curves, measured as ours are, with the Java server
+# started by tools/nsbench/rocketmq-namesrv.sh: ROCKETMQ_HOME is a RocketMQ
+# 4.9.x distribution, java is JAVA_HOME's or the PATH's. The grid is the one
+# of docs/curves/java-4.9.8 (the registration curve stops at 10,000 topics:
+# at 100,000 Java's NameServer runs out of its 4 GiB heap).
+JAVA_CURVES_FLAGS ?= -curves memory,register,storm -mem-brokers 100 -mem-entries 10000,100000,1000000 -reg-topics 1000,10000 -storm-brokers 100,1000
+
+.PHONY: bench-curves-java
+bench-curves-java: nsbench ## Measure the Java NameServer's curves into CURVES_COMPARE (needs ROCKETMQ_HOME) and redraw the report.
+	@test -n "$(ROCKETMQ_HOME)" && test -d "$(ROCKETMQ_HOME)/lib" || { echo "set ROCKETMQ_HOME to a RocketMQ 4.9.x distribution (its lib/ and conf/)"; exit 1; }
+	ROCKETMQ_HOME="$(ROCKETMQ_HOME)" $(LOCALBIN)/nsbench -spawn-timeout 60s -mode curves -out $(CURVES_COMPARE) $(JAVA_CURVES_FLAGS) \
+		-spawn-cmd 'exec tools/nsbench/rocketmq-namesrv.sh --listen-port {port} --kv-config-path {kv} --config-store-path {config}'
+	$(MAKE) bench-plot
 
 ##@ Tools
 

@@ -27,11 +27,15 @@ import (
 // object in the way) may change without the operator hearing of it.
 type problem struct {
 	// Reason is one of the v1alpha1.Refusal* reasons.
-	Reason  string
+	Reason  v1alpha1.ConditionReason
 	Message string
 	// Related is the object the problem is about, named in its event.
 	Related client.Object
 	Retry   bool
+	// Addresses is set for a problem with the address lists: a target
+	// that may not be written, or an address ConfigMap a write of which
+	// was refused.
+	Addresses bool
 }
 
 // child is one rendered object with what applyChild needs to report on it.
@@ -74,15 +78,15 @@ func (ch child) key() client.ObjectKey {
 // over: an apply would rewrite its fields and, through the owner reference,
 // let the garbage collector delete it with the cluster. The cache only holds
 // the operator's labelled objects, so a miss is confirmed with a live read.
-func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha1.NameServerCluster, ch child) ([]problem, error) {
+func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha1.NameServerCluster, ch child) (*problem, error) {
 	key := ch.key()
 	found, err := r.getLive(ctx, key, ch.existing)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s %s: %w", ch.kind, key, err)
 	}
 	if found && !r.belongs(c, ch.existing) {
-		return []problem{{Reason: v1alpha1.RefusalNotOwned, Retry: true, Related: ch.existing, Message: fmt.Sprintf(
-			"%s %s exists and is not this cluster's (%s); it is left alone: delete or rename it", ch.kind, key, ownerOf(ch.existing))}}, nil
+		return &problem{Reason: v1alpha1.RefusalNotOwned, Retry: true, Related: ch.existing, Message: fmt.Sprintf(
+			"%s %s exists and is not this cluster's (%s); it is left alone: delete or rename it", ch.kind, key, ownerOf(ch.existing))}, nil
 	}
 	// Events name the child as their related object; events.k8s.io merges
 	// events that differ only in their note into one series, so without it
@@ -91,15 +95,15 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 	ch.existing.SetName(key.Name)
 	if err := r.Apply(ctx, ch.ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		if p, ok := refusal(err, ch.kind, key, ch.existing); ok {
-			return []problem{p}, nil
+			return &p, nil
 		}
 		return nil, fmt.Errorf("applying %s %s: %w", ch.kind, key, err)
 	}
 	switch {
 	case !found:
-		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, EventCreated, "Create", "created %s %s", ch.kind, key)
+		r.event(c, ch.existing, corev1.EventTypeNormal, v1alpha1.EventCreated, "Create", "created %s %s", ch.kind, key)
 	case changed(ch.existing, ch.meta):
-		r.Recorder.Eventf(c, ch.existing, corev1.EventTypeNormal, EventUpdated, "Update", "updated %s %s", ch.kind, key)
+		r.event(c, ch.existing, corev1.EventTypeNormal, v1alpha1.EventUpdated, "Update", "updated %s %s", ch.kind, key)
 	}
 	return nil, nil
 }
@@ -180,40 +184,8 @@ func (r *NameServerClusterReconciler) deleteChild(ctx context.Context, c *v1alph
 	if err := r.Delete(ctx, o, client.Preconditions{UID: ptr.To(o.GetUID())}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting %s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err)
 	}
-	r.Recorder.Eventf(c, o, corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %s %s/%s: %s", kind, o.GetNamespace(), o.GetName(), why)
+	r.event(c, o, corev1.EventTypeNormal, v1alpha1.EventDeleted, "Delete", "deleted %s %s/%s: %s", kind, o.GetNamespace(), o.GetName(), why)
 	return nil
-}
-
-func (r *NameServerClusterReconciler) reconcilePDB(ctx context.Context, c *v1alpha1.NameServerCluster) ([]problem, error) {
-	if render.PodDisruptionBudgetEnabled(c) {
-		return r.applyChild(ctx, c, pdbChild(render.PodDisruptionBudget(c)))
-	}
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.PodDisruptionBudgetName(c)}}
-	return nil, r.deleteChild(ctx, c, "PodDisruptionBudget", pdb, "spec.podDisruptionBudget.enabled is false")
-}
-
-// reconcileExternal applies the per-peer external Services of the peers
-// that run, and deletes the others.
-func (r *NameServerClusterReconciler) reconcileExternal(ctx context.Context, c *v1alpha1.NameServerCluster, o *observed, replicas int32) ([]problem, error) {
-	var problems []problem
-	for ordinal := range int32(maxOrdinal(c, o)) {
-		if c.Spec.ExternalAccess != nil && ordinal < replicas {
-			p, err := r.applyChild(ctx, c, serviceChild(render.ExternalService(c, ordinal)))
-			if err != nil {
-				return nil, err
-			}
-			problems = append(problems, p...)
-			continue
-		}
-		if o.external[ordinal] == nil {
-			continue
-		}
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: render.ExternalServiceName(c, ordinal)}}
-		if err := r.deleteChild(ctx, c, "Service", svc, "its peer no longer runs or spec.externalAccess is unset"); err != nil {
-			return nil, err
-		}
-	}
-	return problems, nil
 }
 
 func clientKey(namespace, name string) client.ObjectKey {

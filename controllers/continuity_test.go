@@ -88,7 +88,7 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 2)))
 			c := getCluster(g, ns, "grow")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(HaveField("Reason", v1alpha1.ReasonConsistent))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(HaveField("Reason", string(v1alpha1.ReasonConsistent)))
 		}).Should(Succeed())
 
 		By("scale-up: brokers learn of the new peer at once; clients do not")
@@ -114,10 +114,10 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(peer.RouteComplete).To(HaveValue(BeFalse()))
 			g.Expect(peer.MissingBrokers).To(ConsistOf("DefaultCluster/broker-10.7.0.1:10911@10.7.0.1:10911"))
 			g.Expect(peer.Published).To(BeFalse())
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
-			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonWaitingForPeers))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond.Reason).To(Equal(string(v1alpha1.ReasonWaitingForPeers)))
 			g.Expect(cond.Message).To(ContainSubstring("grow-2: route gate closed: 1 of 1 expected brokers missing; lacks 1 brokers of the serving peers"))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonPublishing))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonPublishing)))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 2)))
@@ -127,7 +127,7 @@ var _ = Describe("Route continuity", func() {
 		testPeers.edit(podIP(2), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{testBroker("10.7.0.1:10911", time.Now())} })
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "grow-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "grow", 3)))
-			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "grow").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "grow").Status.Conditions, string(v1alpha1.ConditionAddressesPublished))).To(BeTrue())
 		}, 5*time.Second).Should(Succeed())
 		Eventually(func() float64 {
 			return metricValue("kube_namesrv_cluster_published_peers", map[string]string{"namespace": ns, "name": "grow"})
@@ -156,8 +156,8 @@ var _ = Describe("Route continuity", func() {
 		testPeers.edit(podIP(1), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{a} })
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "ap")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonBrokerMissing)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", string(v1alpha1.ReasonBrokerMissing))))
 			g.Expect(cond.Message).To(ContainSubstring("broker DefaultCluster/broker-10.8.0.2:10911@10.8.0.2:10911 is missing from peer ap-1"))
 			g.Expect(eventReasons(g, ns, "ap")).To(ContainElement("Warning/RoutesInconsistent"))
 		}).Should(Succeed())
@@ -171,7 +171,7 @@ var _ = Describe("Route continuity", func() {
 		testPeers.edit(podIP(1), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{a, b} })
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "ap")
-			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionRoutesConsistent)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, string(v1alpha1.ConditionRoutesConsistent))).To(BeTrue())
 			g.Expect(eventReasons(g, ns, "ap")).To(ContainElement("Normal/RoutesConsistent"))
 		}, 5*time.Second).Should(Succeed())
 		Eventually(func() float64 {
@@ -193,7 +193,7 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "roll")
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonRollingOut),
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonRollingOut)),
 				"the first status of a new template says it rolls, never Stable")
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -204,7 +204,7 @@ var _ = Describe("Route continuity", func() {
 
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "roll-config"), cm)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "roll")), cm)).To(Succeed())
 			g.Expect(cm.Data["namesrv.properties"]).To(ContainSubstring("scanNotActiveBrokerInterval=6000"))
 		}).Should(Succeed())
 		observeRevision(ns, "roll", "r2")
@@ -227,7 +227,7 @@ var _ = Describe("Route continuity", func() {
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "roll")
 			g.Expect(c.Status.UpdatedReplicas).To(BeEquivalentTo(3))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonStable))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonStable)))
 			g.Expect(eventReasons(g, ns, "roll")).To(ContainElement("Normal/RollingPeer"))
 		}).Should(Succeed())
 	})
@@ -273,8 +273,8 @@ var _ = Describe("Route continuity", func() {
 		observeRevision(ns, "pause", "r2")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "pause")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonRolloutPaused)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", string(v1alpha1.ReasonRolloutPaused))))
 			g.Expect(cond.Message).To(ContainSubstring("pause-0, pause-1 run an outdated pod template"))
 			g.Expect(c.Status.UpdatedReplicas).To(BeEquivalentTo(0))
 		}).Should(Succeed())
@@ -301,10 +301,10 @@ var _ = Describe("Route continuity", func() {
 		updateCluster(ns, "hold", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](1) })
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "hold")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
-			g.Expect(cond).To(HaveField("Reason", v1alpha1.ReasonScaleDownHeld))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(cond).To(HaveField("Reason", string(v1alpha1.ReasonScaleDownHeld)))
 			g.Expect(cond.Message).To(ContainSubstring("hold-0, which would remain, does not serve"))
-			g.Expect(eventReasons(g, ns, "hold")).To(ContainElement("Warning/" + v1alpha1.ReasonScaleDownHeld))
+			g.Expect(eventReasons(g, ns, "hold")).To(ContainElement("Warning/" + string(v1alpha1.ReasonScaleDownHeld)))
 		}).Should(Succeed())
 		Eventually(func() float64 {
 			return metricValue("kube_namesrv_cluster_scale_down_held", map[string]string{"namespace": ns, "name": "hold"})
@@ -319,6 +319,54 @@ var _ = Describe("Route continuity", func() {
 			g.Expect(addressData(g, ns, "hold-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "hold", 1)))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "hold")).To(BeEquivalentTo(1)) }, 10*time.Second).Should(Succeed())
+	})
+
+	It("after a full outage asks every gate to wait for the brokers live before, never for nothing", func() {
+		b, recorded := testBroker("10.7.0.1:10911", time.Now().Add(-time.Hour)), testBroker("10.7.0.2:10911", time.Now().Add(-time.Hour))
+		newCluster(ns, "outage", withReplicas(2), withRound(2))
+		for o := range 2 {
+			testPeers.set(podIP(o), &fakePeer{Brokers: []peerstatus.Broker{b}})
+		}
+		readyPods(ns, "outage", 0, 1)
+		settleStatefulSet(ns, "outage")
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "outage")
+			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
+			g.Expect(c.Status.LiveBrokers).To(ConsistOf(v1alpha1.BrokerRef{Cluster: b.Cluster, Addr: b.Addr}))
+		}).Should(Succeed())
+
+		By("every peer restarts at once: nobody can vouch for a complete table")
+		for o := range 2 {
+			testPeers.set(podIP(o), &fakePeer{Gated: true, Started: time.Now(), BootID: fmt.Sprint("after-", o),
+				Record: &peerstatus.GateRecord{RecordedAt: time.Now().Add(-time.Minute), Brokers: []peerstatus.BrokerKey{recorded.BrokerKey}}})
+			setPod(ns, "outage", o, false, podIP(o))
+		}
+		Eventually(func(g Gomega) {
+			for o := range 2 {
+				p := testPeers.get(podIP(o))
+				g.Expect(p.GateRequests).NotTo(BeEmpty())
+				last := p.GateRequests[len(p.GateRequests)-1]
+				g.Expect(last.Expect).To(ConsistOf(b.BrokerKey, recorded.BrokerKey), "what was live before: as the operator saw it, and as the peer recorded it")
+				g.Expect(last.WaitSeconds).To(Equal(3), "one 2 s broker round and a quarter")
+				g.Expect(p.Open).To(BeFalse())
+			}
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for o := range 2 {
+				for _, req := range testPeers.get(podIP(o)).GateRequests {
+					g.Expect(req.Expect).NotTo(BeEmpty(), "a gate asked to wait for nothing opens at once")
+				}
+			}
+		}, time.Second).Should(Succeed())
+
+		By("the brokers register again: the gates open")
+		for o := range 2 {
+			testPeers.edit(podIP(o), func(p *fakePeer) { p.Brokers = []peerstatus.Broker{b, recorded} })
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(testPeers.get(podIP(0)).Open).To(BeTrue())
+			g.Expect(testPeers.get(podIP(1)).Open).To(BeTrue())
+		}).Should(Succeed())
 	})
 
 	It("moves to a new port in two rolls: the old port stays open until every list has moved and its readers have followed", func() {
@@ -337,6 +385,12 @@ var _ = Describe("Route continuity", func() {
 				And(HaveField("Name", "remoting"), HaveField("ContainerPort", BeEquivalentTo(9877))),
 				And(HaveField("Name", "remoting-9876"), HaveField("ContainerPort", BeEquivalentTo(9876)))))
 			g.Expect(ctr.Args).To(ContainElements("--listen-port=9877", "--extra-listen-ports=9876"))
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(ContainElements(
+				And(HaveField("Name", "remoting"), HaveField("Port", BeEquivalentTo(9877))),
+				And(HaveField("Name", "remoting-9876"), HaveField("Port", BeEquivalentTo(9876)), HaveField("TargetPort.IntVal", BeEquivalentTo(9876)))),
+				"the client Service keeps the old port while clients may still use it")
 		}).Should(Succeed())
 		observeRevision(ns, "port", "r2")
 		Consistently(func(g Gomega) {
@@ -369,6 +423,9 @@ var _ = Describe("Route continuity", func() {
 			sts := &appsv1.StatefulSet{}
 			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), sts)).To(Succeed())
 			g.Expect(sts.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--extra-listen-ports")))
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "port"), svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(HaveLen(2), "the client Service dropped the old port with the template")
 		}, 10*time.Second).Should(Succeed())
 	})
 })

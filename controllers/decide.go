@@ -1,11 +1,16 @@
 package controllers
 
 import (
+	"cmp"
+	"maps"
+	"math"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -32,6 +37,10 @@ type decision struct {
 	plan       publish.Plan
 	roll       rollout.Decision
 	lists      render.Lists
+	// listData are the data of the address ConfigMaps, by listKind, and
+	// listDigest their digests.
+	listData   [3]map[string]string
+	listDigest [3]string
 	// published are the client list's addresses by ordinal.
 	published map[int32]string
 	// external are the known external addresses by ordinal.
@@ -41,17 +50,55 @@ type decision struct {
 	// portsUntil is when the last of them may go, zero when none waits.
 	oldPorts   []int32
 	portsUntil time.Time
+	// oldHTTPPorts are the HTTP ports, other than spec.ports.http, the
+	// client Service keeps.
+	oldHTTPPorts []int32
+	// unusedConfigs are the config ConfigMaps of older revisions of
+	// spec.config that nothing can mount any more.
+	unusedConfigs []string
+	// pendingLists tells, by listKind, whether some ConfigMap of the list
+	// does not hold the planned data yet: writing it changes the list.
+	pendingLists [3]bool
+	// holdLists keeps the address ConfigMaps as they are in this pass: the
+	// changes to them could not be recorded first.
+	holdLists bool
+	// destinations are where the address ConfigMaps go; targetProblems
+	// the targets that may not be written.
+	destinations   []destination
+	targetProblems []problem
 }
 
-// serving tells whether a peer can take clients: its pod is ready and, as
-// far as the operator can tell, it holds every broker the other serving
-// peers hold and the declared KV config. A peer the operator cannot read
-// serves when it is ready: its own start-up gate, which only a gate request
-// or its timeout opens, then stands in for the check, and status reports
-// that the check could not be made.
-func (d *decision) serving(o *observed, ordinal int32) bool {
+// Two predicates, kept apart on purpose. A peer answers clients when its
+// pod is ready (its start-up gate is open) and not terminating, and it is in
+// the client list: that is what a restart, a removal or the roll's floor
+// would take away. A peer is joinable when, moreover, it holds what the
+// serving peers hold: only joining the client list waits for that. A peer
+// that lags in routes or KV config still answers; taking it for silent
+// would let a roll restart it first, or lift a scale-down's hold.
+
+// ready tells whether a peer's pod is ready and not terminating: with a
+// place in the client list, the peer answers clients.
+func ready(o *observed, ordinal int32) bool {
 	p, ok := o.peers[ordinal]
-	if !ok || !p.Ready || p.Terminating {
+	return ok && p.Ready && !p.Terminating
+}
+
+// mayAnswer tells whether a peer may answer clients: its pod is ready, or
+// this reconcile just opened its gate and its readiness has yet to follow.
+// It guards what would take the peer away; only ready peers are counted on.
+func mayAnswer(o *observed, ordinal int32) bool {
+	p, ok := o.peers[ordinal]
+	return ok && !p.Terminating && (p.Ready || o.opened[ordinal])
+}
+
+// joinable tells whether a peer may join the client list: its pod is ready
+// and, as far as the operator can tell, it holds every broker the other
+// serving peers hold and the declared KV config. A peer the operator cannot
+// read is joinable when it is ready: its own start-up gate, which only a
+// gate request or its timeout opens, then stands in for the check, and
+// status reports that the check could not be made.
+func (d *decision) joinable(o *observed, ordinal int32) bool {
+	if !ready(o, ordinal) {
 		return false
 	}
 	if complete, known := d.routes.Complete[ordinal]; known && !complete {
@@ -65,6 +112,17 @@ func (d *decision) serving(o *observed, ordinal int32) bool {
 
 // decide runs the checks and planners on what was observed.
 func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *observed) (*decision, error) {
+	d, err := r.check(c, o)
+	if err != nil {
+		return nil, err
+	}
+	r.plan(c, o, d)
+	return d, nil
+}
+
+// check compares the peers: their routes and their KV config. What the
+// peers are asked to do follows from it, and the plan from their answers.
+func (r *NameServerClusterReconciler) check(c *v1alpha1.NameServerCluster, o *observed) (*decision, error) {
 	d := &decision{}
 	before := publishedOrdinals(c)
 	for _, ordinal := range before {
@@ -96,7 +154,13 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		kvPeers[ordinal] = kp
 	}
 	d.kv = kvcheck.Check(d.kvDigest, string(render.KVConfigPolicy(c)), kvPeers)
+	return d, nil
+}
 
+// plan decides the lists, the StatefulSet's size and template, and the
+// roll's next restart.
+func (r *NameServerClusterReconciler) plan(c *v1alpha1.NameServerCluster, o *observed, d *decision) {
+	before := publishedOrdinals(c)
 	var drainStart *time.Time
 	if c.Status.DrainStartTime != nil {
 		drainStart = ptr.To(c.Status.DrainStartTime.Time)
@@ -111,13 +175,56 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 		DrainStart: drainStart,
 		Drain:      time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second,
 		Current:    current,
-		Serving:    func(ordinal int32) bool { return d.serving(o, ordinal) },
+		Joinable:   func(ordinal int32) bool { return d.joinable(o, ordinal) },
+		Ready:      func(ordinal int32) bool { return ready(o, ordinal) },
+		MayAnswer:  func(ordinal int32) bool { return mayAnswer(o, ordinal) },
 		Now:        o.now,
 	})
 	d.addresses(c, r.Render, o)
+	d.destinations, d.targetProblems = r.destinations(c, o)
+	for _, dest := range d.destinations {
+		for l := range d.pendingLists {
+			key := types.NamespacedName{Namespace: dest.namespace, Name: dest.configMapName(listKind(l))}
+			if digest, ok := o.listDigests[key]; !ok || digest != d.listDigest[l] {
+				d.pendingLists[l] = true
+			}
+		}
+	}
 	d.oldPorts, d.portsUntil = oldPorts(c, o, d)
+	var httpUntil time.Time
+	d.oldHTTPPorts, httpUntil = oldHTTPPorts(c, o, d)
+	if httpUntil.After(d.portsUntil) {
+		d.portsUntil = httpUntil
+	}
 	d.roll = rollout.Decide(r.rollInput(c, o, d))
-	return d, nil
+	d.unusedConfigs = unusedConfigMaps(c, o)
+}
+
+// unusedConfigMaps are the config ConfigMaps no pod mounts and no pod can be
+// created with any more: not the current one, not the one of the template
+// the StatefulSet holds now, and none while its controller has not observed
+// that template (it may still create pods from the one before).
+func unusedConfigMaps(c *v1alpha1.NameServerCluster, o *observed) []string {
+	if o.sts == nil || o.sts.Status.ObservedGeneration != o.sts.Generation {
+		return nil
+	}
+	keep := map[string]bool{render.ConfigMapName(c): true}
+	for _, v := range o.sts.Spec.Template.Spec.Volumes {
+		if v.Name == render.ConfigVolume && v.ConfigMap != nil {
+			keep[v.ConfigMap.Name] = true
+		}
+	}
+	for _, p := range o.peers {
+		keep[p.ConfigMap] = true
+	}
+	var out []string
+	for _, name := range o.configMaps {
+		if !keep[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // oldPorts are the remoting ports a move to a new spec.ports.remoting keeps
@@ -126,11 +233,22 @@ func (r *NameServerClusterReconciler) decide(c *v1alpha1.NameServerCluster, o *o
 // old ones, and the lists move each peer to the new port once it serves
 // there; the second, a drain period after the lists last changed (the time
 // their readers take to follow), restarts the peers without the old ports.
-// A port stays while a published entry or a pod's main port uses it.
+// A port stays while a published entry (planned, or in the lists last
+// written everywhere) or a pod's main port uses it, and every port the
+// current template serves stays until the drain is over.
+//
+// The drain is timed from status.lists: when every address ConfigMap last
+// came to hold a changed list. Lists about to change, or whose change some
+// ConfigMap refused, change now as far as the drain is concerned.
 func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32, time.Time) {
 	want := c.Spec.Ports.Remoting
 	set := map[int32]bool{}
 	for _, addr := range d.lists.Clients {
+		if p := portOf(addr); p > 0 && p != want {
+			set[p] = true
+		}
+	}
+	for _, addr := range c.Status.Addresses {
 		if p := portOf(addr); p > 0 && p != want {
 			set[p] = true
 		}
@@ -143,12 +261,8 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 	var until time.Time
 	if o.sts != nil && len(o.sts.Spec.Template.Spec.Containers) > 0 {
 		drain := time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second
-		last := o.now
-		if c.Status.LastPublishTime != nil && slices.Equal(d.lists.Clients, c.Status.Addresses) {
-			last = c.Status.LastPublishTime.Time
-		}
-		if until = last.Add(drain); o.now.Before(until) {
-			for _, p := range render.ExtraPortsOf(o.sts.Spec.Template.Spec.Containers[0].Args) {
+		if until = listsChanged(c, d, o.now).Add(drain); o.now.Before(until) {
+			for _, p := range render.ListenPortsOf(o.sts.Spec.Template.Spec.Containers[0].Args) {
 				if p != want {
 					set[p] = true
 				}
@@ -164,6 +278,69 @@ func oldPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32,
 		until = time.Time{}
 	}
 	return out, until
+}
+
+// oldHTTPPorts are the HTTP ports the client Service keeps besides
+// spec.ports.http while a move to a new one drains: the ports pods not
+// restarted yet serve, and those the Service has until drainSeconds after
+// the lists (which name the address server by the client Service and its
+// HTTP port) last changed, so that brokers and clients polling the address
+// server at the old port have followed.
+func oldHTTPPorts(c *v1alpha1.NameServerCluster, o *observed, d *decision) ([]int32, time.Time) {
+	want := c.Spec.Ports.HTTP
+	set := map[int32]bool{}
+	for _, p := range o.peers {
+		if p.HTTPPort > 0 && p.HTTPPort != want && !p.Terminating {
+			set[p.HTTPPort] = true
+		}
+	}
+	drain := time.Duration(ptr.Deref(c.Spec.Publish.DrainSeconds, 0)) * time.Second
+	until := listsChanged(c, d, o.now).Add(drain)
+	if o.clientService != nil && o.now.Before(until) {
+		for _, p := range o.clientService.Spec.Ports {
+			if (p.Name == render.HTTPPortName || strings.HasPrefix(p.Name, render.HTTPPortName+"-")) && p.Port != want {
+				set[p.Port] = true
+			}
+		}
+	}
+	out := slices.Sorted(maps.Keys(set))
+	if len(out) == 0 || !o.now.Before(until) {
+		until = time.Time{}
+	}
+	return out, until
+}
+
+// listsChanged is when the lists last changed in every ConfigMap that holds
+// them: now when some list is about to change, was refused, or has no
+// record.
+func listsChanged(c *v1alpha1.NameServerCluster, d *decision, now time.Time) time.Time {
+	var last time.Time
+	rec := c.Status.Lists
+	if rec == nil {
+		return now
+	}
+	for l, r := range []v1alpha1.PublishedListStatus{rec.Clients, rec.Brokers, rec.IPs} {
+		if r.ChangedTime == nil || r.Digest != d.listDigest[l] || d.pendingLists[l] {
+			return now
+		}
+		last = latest(last, r.ChangedTime.Time)
+	}
+	return last
+}
+
+// listsSettled tells whether every client and IP list is recorded to hold
+// what the plan lists: no write of one is pending or refused.
+func listsSettled(c *v1alpha1.NameServerCluster, d *decision) bool {
+	rec := c.Status.Lists
+	return rec != nil && rec.Clients.Digest == d.listDigest[clientList] && rec.IPs.Digest == d.listDigest[ipList]
+}
+
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // portOf is the port of a host:port address, 0 when it has none.
@@ -201,7 +378,7 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 	d.published = map[int32]string{}
 	for _, ordinal := range d.plan.Published {
 		addr := render.PeerAddress(c, opts, ordinal, port(ordinal))
-		if prev := statusPeer(c, ordinal); prev != nil && prev.Published && !d.serving(o, ordinal) {
+		if prev := statusPeer(c, ordinal); prev != nil && prev.Published && !d.joinable(o, ordinal) {
 			addr = prev.Address
 		}
 		d.published[ordinal] = addr
@@ -217,6 +394,10 @@ func (d *decision) addresses(c *v1alpha1.NameServerCluster, opts render.Options,
 		}
 	}
 	d.lists.IPs = publish.ReadyIPs(o.peers, d.plan.Published)
+	d.listData = listData(c, opts, d.lists)
+	for l, data := range d.listData {
+		d.listDigest[l] = render.DataDigest(data)
+	}
 }
 
 // rollInput is what the roll planner sees. The pods' revisions are only
@@ -229,6 +410,7 @@ func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o
 		Peers:          map[int32]rollout.Peer{},
 		Paused:         c.Spec.Paused,
 		MaxUnavailable: render.MaxUnavailable(c),
+		ListsSettled:   listsSettled(c, d),
 	}
 	fresh := o.sts != nil && o.sts.Status.ObservedGeneration == o.sts.Generation && o.sts.Status.UpdateRevision != ""
 	for ordinal, p := range o.peers {
@@ -237,33 +419,109 @@ func (r *NameServerClusterReconciler) rollInput(c *v1alpha1.NameServerCluster, o
 			Terminating: p.Terminating,
 			Updated:     !fresh || p.Revision == o.sts.Status.UpdateRevision,
 			Listed:      slices.Contains(d.plan.Published, ordinal),
-			Serving:     d.serving(o, ordinal),
+			Ready:       ready(o, ordinal),
+			MayAnswer:   mayAnswer(o, ordinal),
 		}
 	}
 	return in
 }
 
-// gateRequests are the gate requests to send: each running peer whose
-// start-up gate is closed, that holds the declared KV config, and whose
-// expectation the route check could work out, gets the brokers of the other
-// serving peers.
-func (d *decision) gateRequests(o *observed) map[int32]peerstatus.GateRequest {
+// gateRequests are the gate requests to send: one to each running peer
+// whose start-up gate is closed and that holds the declared KV config.
+//
+// With a reference, another serving peer that could be read with its gate
+// open, the gate waits for the brokers of the serving peers (the route
+// check's expectation). Without one (every peer restarted at once, or the
+// cluster has one replica), nobody can vouch for what a complete table
+// holds, and an empty expectation would open the gate at once: clients
+// would hear that their topics do not exist until the brokers register
+// again. So the gate waits for the brokers that were live before: those the
+// peer itself recorded and those the operator last saw (status.liveBrokers),
+// or for one broker round and a quarter from the peer's start, whichever
+// comes first.
+func (d *decision) gateRequests(c *v1alpha1.NameServerCluster, o *observed) map[int32]peerstatus.GateRequest {
 	out := map[int32]peerstatus.GateRequest{}
 	for ordinal, obs := range o.state.Peers {
 		s := obs.Summary
 		if s == nil || !s.Gate.Enabled || s.Gate.Open {
 			continue
 		}
-		expect, ok := d.routes.Expect[ordinal]
-		if !ok {
-			continue
-		}
 		if v := d.kv[ordinal]; d.kvDeclared && v.Blocks {
 			continue
 		}
-		out[ordinal] = peerstatus.GateRequest{Expect: expect}
+		if !d.hasReference(o, ordinal) {
+			out[ordinal] = peerstatus.GateRequest{Expect: liveBefore(c, s.Gate.Record), WaitSeconds: gateWaitSeconds(o.round)}
+			continue
+		}
+		if expect, ok := d.routes.Expect[ordinal]; ok {
+			out[ordinal] = peerstatus.GateRequest{Expect: expect}
+		}
 	}
 	return out
+}
+
+// hasReference tells whether a serving peer other than ordinal could be
+// read with its gate open: its brokers are what a complete table holds.
+func (d *decision) hasReference(o *observed, ordinal int32) bool {
+	for _, q := range d.compared {
+		if s := o.state.Peers[q].Summary; q != ordinal && s != nil && (!s.Gate.Enabled || s.Gate.Open) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveBefore are the brokers that were live before a peer restarted: those
+// its own record holds and those the operator last saw, sorted.
+func liveBefore(c *v1alpha1.NameServerCluster, record *peerstatus.GateRecord) []peerstatus.BrokerKey {
+	set := map[peerstatus.BrokerKey]bool{}
+	if record != nil {
+		for _, k := range record.Brokers {
+			set[k] = true
+		}
+	}
+	for _, b := range c.Status.LiveBrokers {
+		set[peerstatus.BrokerKey{Cluster: b.Cluster, Addr: b.Addr}] = true
+	}
+	// Never nil: the request says "expect": [], not null.
+	out := slices.AppendSeq(make([]peerstatus.BrokerKey, 0, len(set)), maps.Keys(set))
+	slices.SortFunc(out, func(a, b peerstatus.BrokerKey) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Addr, b.Addr))
+	})
+	return out
+}
+
+// gateWaitSeconds bounds the wait of a gate without a reference: one broker
+// round and a quarter, the time after which a broker that has not
+// registered is cut off rather than slow.
+func gateWaitSeconds(round time.Duration) int {
+	return int(math.Ceil(routecheck.Threshold(round).Seconds()))
+}
+
+// maxLiveBrokers bounds status.liveBrokers.
+const maxLiveBrokers = 256
+
+// liveBrokers are the brokers live on the serving peers that could be read,
+// sorted and at most maxLiveBrokers; the previous record when none could.
+func liveBrokers(c *v1alpha1.NameServerCluster, o *observed, d *decision) []v1alpha1.BrokerRef {
+	set := map[v1alpha1.BrokerRef]bool{}
+	read := false
+	for _, q := range d.compared {
+		if s := o.state.Peers[q].Summary; s != nil {
+			read = true
+			for _, b := range s.Brokers {
+				set[v1alpha1.BrokerRef{Cluster: b.Cluster, Addr: b.Addr}] = true
+			}
+		}
+	}
+	if !read {
+		return c.Status.LiveBrokers
+	}
+	out := slices.Collect(maps.Keys(set))
+	slices.SortFunc(out, func(a, b v1alpha1.BrokerRef) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Addr, b.Addr))
+	})
+	return out[:min(len(out), maxLiveBrokers)]
 }
 
 // target is where the operator reaches a peer's HTTP side.

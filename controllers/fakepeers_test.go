@@ -28,9 +28,12 @@ type fakePeer struct {
 	Started time.Time
 	Brokers []peerstatus.Broker
 	// Gated peers start with the gate closed; it opens on a gate request
-	// whose brokers are all live here.
+	// whose brokers are all live here, or, for a request without a
+	// reference (WaitSeconds), that long after Started.
 	Gated, Open bool
-	KV          *peerstatus.KVStatus
+	// Record is what the peer's previous process recorded of its brokers.
+	Record *peerstatus.GateRecord
+	KV     *peerstatus.KVStatus
 	// Seen are the gate requests and KV applies the operator sent.
 	GateRequests []peerstatus.GateRequest
 	KVApplies    int
@@ -77,7 +80,7 @@ func (f *fakePeers) get(ip string) fakePeer {
 func (f *fakePeers) summary(p *fakePeer) *peerstatus.Summary {
 	s := &peerstatus.Summary{
 		BootID: p.BootID, StartTime: p.Started,
-		Gate:    peerstatus.Gate{Enabled: p.Gated, Open: !p.Gated || p.Open},
+		Gate:    peerstatus.Gate{Enabled: p.Gated, Open: !p.Gated || p.Open, Record: p.Record},
 		Brokers: slices.Clone(p.Brokers),
 		Counts:  peerstatus.Counts{Brokers: len(p.Brokers)},
 	}
@@ -127,7 +130,10 @@ func (f *fakePeers) OpenGate(_ context.Context, t peerclient.Target, req peersta
 	for _, k := range req.Expect {
 		all = all && live[k]
 	}
-	if all {
+	// As the NameServer's gate: an empty expectation with a wait does not
+	// open it at once.
+	waited := req.WaitSeconds > 0 && time.Since(p.Started) >= time.Duration(req.WaitSeconds)*time.Second
+	if all && (len(req.Expect) > 0 || req.WaitSeconds == 0) || waited {
 		p.Open = true
 	}
 	return f.summary(p), nil

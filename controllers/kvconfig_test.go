@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -59,7 +58,7 @@ var _ = Describe("Declared KV config", func() {
 			g.Expect(testPeers.get(podIP(0)).KVApplies).To(BeZero())
 			g.Expect(eventReasons(g, ns, "kv")).To(ContainElement("Warning/KVConfigCorrected"))
 			c := getCluster(g, ns, "kv")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", v1alpha1.ReasonInSync))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", string(v1alpha1.ReasonInSync)))
 			g.Expect(c.Status.KVConfig).To(HaveValue(HaveField("Declared", ConsistOf("ORDER_TOPIC_CONFIG/TopicA", "ORDER_TOPIC_CONFIG/TopicB"))))
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
 		}).Should(Succeed())
@@ -71,7 +70,7 @@ var _ = Describe("Declared KV config", func() {
 			g.Expect(f.Removed).To(Equal(map[string][]string{"ORDER_TOPIC_CONFIG": {"TopicB"}}))
 			digest = d
 			c := getCluster(g, ns, "kv")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", v1alpha1.ReasonKVNotDelivered))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Reason", string(v1alpha1.ReasonKVNotDelivered)))
 		}).Should(Succeed())
 		for o := range 2 {
 			testPeers.edit(podIP(o), func(p *fakePeer) { p.KV = &peerstatus.KVStatus{Digest: digest, Policy: "Owned", InSync: true} })
@@ -85,7 +84,7 @@ var _ = Describe("Declared KV config", func() {
 		Expect(sts.Spec.Template.Annotations[render.AnnotationConfigChecksum]).To(Equal(checksum), "a kvConfig change rolled the pods")
 	})
 
-	It("only reports a hand-made value under Additive, and never publishes a peer that lacks a declared key", func() {
+	It("under Additive writes a declared key deleted by hand again, only reports a hand-made value, and never publishes a peer that lacks a declared key", func() {
 		newCluster(ns, "add", withReplicas(2), withRound(1), func(c *v1alpha1.NameServerCluster) {
 			c.Spec.KVConfig = orderConf
 			c.Spec.KVConfigPolicy = v1alpha1.KVConfigAdditive
@@ -96,19 +95,31 @@ var _ = Describe("Declared KV config", func() {
 			g.Expect(f.Policy).To(Equal(peerstatus.PolicyAdditive))
 			digest = d
 		}).Should(Succeed())
+		missing := &peerstatus.KVStatus{Digest: digest, Policy: "Additive", Drift: []peerstatus.KVDrift{
+			{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicB", Reason: peerstatus.DriftMissing}}}
 		testPeers.set(podIP(0), &fakePeer{KV: &peerstatus.KVStatus{Digest: digest, Policy: "Additive", InSync: true}})
-		testPeers.set(podIP(1), &fakePeer{KV: &peerstatus.KVStatus{Digest: digest, Policy: "Additive", Drift: []peerstatus.KVDrift{
-			{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicB", Reason: peerstatus.DriftMissing}}}})
+		// Its store refuses the write at first: the apply leaves it lacking.
+		testPeers.set(podIP(1), &fakePeer{KV: missing, OnApply: missing})
 		readyPods(ns, "add", 0, 1)
 		settleStatefulSet(ns, "add")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "add")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1alpha1.ReasonKVDrift)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", string(v1alpha1.ReasonKVDrift))))
 			g.Expect(cond.Message).To(Equal("peer add-1: ORDER_TOPIC_CONFIG/TopicB: missing"))
 			g.Expect(eventReasons(g, ns, "add")).To(ContainElement("Warning/KVConfigDrift"))
+			g.Expect(testPeers.get(podIP(1)).KVApplies).To(BeNumerically(">", 0), "the missing key was not written again")
 			g.Expect(c.Status.Addresses).To(Equal([]string{peerAddr(ns, "add", 0)}), "a peer without the declared values was sent clients")
 		}).Should(Succeed())
+
+		By("once the apply writes the key, the peer joins")
+		testPeers.edit(podIP(1), func(p *fakePeer) { p.OnApply = &peerstatus.KVStatus{Digest: digest, Policy: "Additive", InSync: true} })
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "add")
+			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
+			g.Expect(eventReasons(g, ns, "add")).To(ContainElement("Warning/" + string(v1alpha1.EventKVConfigCorrected)))
+		}).Should(Succeed())
+
 		By("a value changed by hand on a published peer is reported and left alone")
 		testPeers.edit(podIP(1), func(p *fakePeer) {
 			// As a real NameServer reports it: in sync with Additive, the
@@ -116,9 +127,10 @@ var _ = Describe("Declared KV config", func() {
 			p.KV = &peerstatus.KVStatus{Digest: digest, Policy: "Additive", InSync: true, Drift: []peerstatus.KVDrift{
 				{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicB", Reason: peerstatus.DriftDiffers}}}
 		})
+		applies := testPeers.get(podIP(1)).KVApplies
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "add")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Message", "peer add-1: ORDER_TOPIC_CONFIG/TopicB: differs"))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionKVConfigInSync)).To(HaveField("Message", "peer add-1: ORDER_TOPIC_CONFIG/TopicB: differs"))
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2), "a tolerated hand-made value kept a peer from clients")
 		}, 5*time.Second).Should(Succeed())
 		Eventually(func() float64 {
@@ -127,6 +139,6 @@ var _ = Describe("Declared KV config", func() {
 		Eventually(func() float64 {
 			return metricValue("kube_namesrv_peer_kv_drift_keys", map[string]string{"namespace": ns, "name": "add", "peer": "add-1"})
 		}).Should(BeEquivalentTo(1))
-		Consistently(func() int { return testPeers.get(podIP(1)).KVApplies }, 2*time.Second).Should(BeZero(), "Additive overwrote a hand-made value")
+		Consistently(func() int { return testPeers.get(podIP(1)).KVApplies }, 2*time.Second).Should(Equal(applies), "Additive overwrote a hand-made value")
 	})
 })

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,7 +69,6 @@ var _ = Describe("The manager", func() {
 
 	It("never publishes a longer list than its status records", func() {
 		var failing atomic.Bool
-		failing.Store(true)
 		stopManager()
 		stopManager = nil
 		startManagerWith(nil, func(c client.Client) client.Client {
@@ -79,6 +80,11 @@ var _ = Describe("The manager", func() {
 		})
 
 		newCluster(ns, "lost", withReplicas(3), withDrain(60))
+		Eventually(func(g Gomega) {
+			g.Expect(getCluster(g, ns, "lost").Status.Manager).NotTo(BeNil(), "the manager claims the cluster first")
+			g.Expect(addressData(g, ns, "lost-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", ""))
+		}).Should(Succeed())
+		failing.Store(true)
 		readyPods(ns, "lost", 0, 1, 2)
 		Eventually(func(g Gomega) { g.Expect(statefulSetReplicas(g, ns, "lost")).To(BeEquivalentTo(3)) }).Should(Succeed())
 		By("while every status write is lost, the ready peers stay unpublished")
@@ -118,9 +124,9 @@ var _ = Describe("The manager", func() {
 		newCluster(elsewhere, "ignored")
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, targets, "scoped-namesrv-addr")).To(HaveKey("namesrvAddr"))
-			cond := meta.FindStatusCondition(getCluster(g, ns, "scoped").Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			cond := v1alpha1.FindCondition(getCluster(g, ns, "scoped").Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.Reason).To(Equal(v1alpha1.RefusalTarget))
+			g.Expect(cond.Reason).To(Equal(string(v1alpha1.RefusalTarget)))
 			g.Expect(cond.Message).To(ContainSubstring("outside the namespaces this operator manages"))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -128,7 +134,100 @@ var _ = Describe("The manager", func() {
 			g.Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(elsewhere, "ignored"), &appsv1.StatefulSet{}))).To(BeTrue())
 		}).Should(Succeed())
 	})
+
+	It("leaves a cluster to the install that manages it, and takes over once that one is gone", func() {
+		newCluster(ns, "duo", withReplicas(1))
+		readyPods(ns, "duo", 0)
+		settleStatefulSet(ns, "duo")
+		Eventually(func(g Gomega) {
+			g.Expect(getCluster(g, ns, "duo").Status.Manager).To(HaveValue(HaveField("Identity", testIdentity)))
+		}).Should(Succeed())
+
+		By("a second install, of another version, writes nothing to it")
+		const other, otherImage = "other/kube-namesrv", "kube-namesrv/kube-namesrv:v9-test"
+		var writes atomic.Int32
+		stopOther := runManager(nil, func(c client.Client) client.Client {
+			return countingWrites{Client: c, count: func(o client.Object) {
+				if strings.HasPrefix(o.GetName(), "duo") {
+					writes.Add(1)
+				}
+			}}
+		}, func(r *NameServerClusterReconciler) {
+			r.Identity, r.Render.DefaultImage, r.TakeoverAfter = other, otherImage, 3*time.Second
+		})
+		DeferCleanup(func() { stopOther() })
+		Consistently(func(g Gomega) {
+			g.Expect(writes.Load()).To(BeZero())
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "duo"), sts)).To(Succeed())
+			g.Expect(sts.Spec.Template.Spec.Containers[0].Image).To(Equal(testImage), "the second install applied its template")
+		}, 4*time.Second).Should(Succeed())
+
+		By("once the manager is gone and a spec change waits, the second takes over")
+		stopManager()
+		stopManager = nil
+		DeferCleanup(func() {
+			if stopManager == nil {
+				startManager(nil)
+			}
+		})
+		updateCluster(ns, "duo", func(c *v1alpha1.NameServerCluster) { c.Spec.Replicas = ptr.To[int32](2) })
+		Eventually(func(g Gomega) {
+			c := getCluster(g, ns, "duo")
+			g.Expect(c.Status.Manager).To(HaveValue(HaveField("Identity", other)))
+			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+			g.Expect(statefulSetReplicas(g, ns, "duo")).To(BeEquivalentTo(2))
+			g.Expect(eventReasons(g, ns, "duo")).To(ContainElement("Warning/" + string(v1alpha1.EventManagerTookOver)))
+		}, 20*time.Second).Should(Succeed())
+	})
 })
+
+// countingWrites reports every object the client writes.
+type countingWrites struct {
+	client.Client
+	count func(client.Object)
+}
+
+func (c countingWrites) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	c.count(o)
+	return c.Client.Create(ctx, o, opts...)
+}
+
+func (c countingWrites) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+	c.count(o)
+	return c.Client.Update(ctx, o, opts...)
+}
+
+func (c countingWrites) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.count(o)
+	return c.Client.Patch(ctx, o, p, opts...)
+}
+
+func (c countingWrites) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
+	c.count(o)
+	return c.Client.Delete(ctx, o, opts...)
+}
+
+func (c countingWrites) Apply(ctx context.Context, ac runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if o, ok := ac.(interface{ GetName() *string }); ok && o.GetName() != nil {
+		c.count(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: *o.GetName()}})
+	}
+	return c.Client.Apply(ctx, ac, opts...)
+}
+
+func (c countingWrites) Status() client.SubResourceWriter {
+	return countingStatus{SubResourceWriter: c.Client.Status(), count: c.count}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	count func(client.Object)
+}
+
+func (c countingStatus) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.count(o)
+	return c.SubResourceWriter.Patch(ctx, o, p, opts...)
+}
 
 // conflictingStatus fails the status writes of the objects fail selects
 // with a conflict, as a concurrent writer would.

@@ -1,12 +1,17 @@
 // Package controllers holds the NameServerCluster reconciler. Each reconcile
-// observes the cluster's pods and reads its NameServers' route summaries
-// (observe.go), decides with pure planners what the client and broker lists
-// hold, which peer to restart next and what each starting peer must wait for
-// (decide.go and the packages publish, rollout, routecheck and kvcheck),
-// acts on the peers (peers.go), applies the rendered children
-// (children.go, addresses.go), and reports in status, conditions, events and
-// metrics (status.go). It reacts to watch events, plus three timers: the end
-// of a drain, the next broker round, and a back-off after a refusal.
+// observes the cluster's pods and children and reads its NameServers' route
+// summaries (observe.go), then runs a pass (pass.go): it decides with pure
+// planners what the client and broker lists hold, which peer to restart next
+// and what each starting peer must wait for (decide.go and the packages
+// publish, rollout, routecheck and kvcheck), and acts through an actor:
+// requests to the peers, writes of the rendered children, a pod to restart,
+// status writes. The reconciler's actor carries them out against the API
+// server (execute.go, children.go, addresses.go); TestSimulation's carries
+// out the same acts against a model of the world. The status, conditions,
+// events and metrics report what was done (status.go). One install manages a
+// cluster; another defers to it (manager.go). Reconciles follow watch
+// events, plus three timers: the end of a drain, the next broker round, and
+// a back-off after a refusal.
 package controllers
 
 import (
@@ -21,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -72,9 +78,16 @@ type NameServerClusterReconciler struct {
 	// Peers reads the NameServers; SetupWithManager creates one over HTTP
 	// when it is nil.
 	Peers *peerclient.Observer
+	// Identity names this operator install in status.manager: another
+	// install defers to the one named there (see manager.go).
+	Identity string
+	// TakeoverAfter is how long the manager named in status.manager must
+	// look gone before this one takes a cluster over; 5 minutes when zero.
+	TakeoverAfter time.Duration
 
-	retries   backoffs
-	published publishTimes
+	retries     backoffs
+	published   publishTimes
+	generations generations
 }
 
 // RBAC, least privilege. Children are written by server-side apply (patch;
@@ -129,14 +142,14 @@ func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req 
 		metrics.Forget(req.Namespace, req.Name)
 		r.retries.forget(req.NamespacedName)
 		r.Peers.Forget(req.NamespacedName)
-		return ctrl.Result{}, r.deleteTargets(ctx, req.Namespace, req.Name, nil, nil)
+		return ctrl.Result{}, r.deleteCopies(ctx, req.Namespace, req.Name, nil)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Being deleted (a foreground delete keeps it while the garbage
 		// collector works): nothing is applied any more, and the copies it
 		// published elsewhere go now.
 		r.Peers.Forget(req.NamespacedName)
-		if err := r.deleteTargets(ctx, c.Namespace, c.Name, nil, c); err != nil {
+		if err := r.deleteCopies(ctx, c.Namespace, c.Name, c); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.releaseLegacyFinalizer(ctx, c)
@@ -207,7 +220,7 @@ func (r *NameServerClusterReconciler) sweepOrphans(ctx context.Context) error {
 		err := r.Get(ctx, owner, &v1alpha1.NameServerCluster{})
 		switch {
 		case apierrors.IsNotFound(err):
-			if err := r.deleteTargets(ctx, owner.Namespace, owner.Name, nil, nil); err != nil {
+			if err := r.deleteCopies(ctx, owner.Namespace, owner.Name, nil); err != nil {
 				logf.FromContext(ctx).Error(err, "deleting orphaned address ConfigMaps", "cluster", owner)
 			}
 		case err != nil:
@@ -322,4 +335,10 @@ func (b *backoffs) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.attempts, key)
+}
+
+// event records an event about a cluster: the one place where a typed
+// reason becomes the recorder's string.
+func (r *NameServerClusterReconciler) event(regarding, related runtime.Object, eventType string, reason v1alpha1.EventReason, action, note string, args ...any) {
+	r.Recorder.Eventf(regarding, related, eventType, string(reason), action, note, args...)
 }

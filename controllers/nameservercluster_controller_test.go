@@ -90,7 +90,7 @@ var _ = Describe("NameServerCluster", func() {
 
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "alpha-config"), cm)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "alpha")), cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKey("namesrv.properties"))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
@@ -116,12 +116,12 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(c.Finalizers).To(BeEmpty(), "no finalizer: uninstalling the operator first must not leave the cluster undeletable")
 			g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
 			g.Expect(c.Status.Selector).To(Equal("app.kubernetes.io/instance=alpha,app.kubernetes.io/name=namesrv"))
-			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
-			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, string(v1alpha1.ConditionAddressesPublished))).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, string(v1alpha1.ConditionAvailable))).To(BeTrue())
 			g.Expect(eventReasons(g, ns, "alpha")).To(ContainElement("Normal/Created"))
 			g.Expect(eventNotes(g, ns, "alpha")).To(ContainElements(
 				"created StatefulSet "+ns+"/alpha", "created Service "+ns+"/alpha", "created Service "+ns+"/alpha-headless",
-				"created ConfigMap "+ns+"/alpha-config", "created ConfigMap "+ns+"/alpha-namesrv-addr",
+				"created ConfigMap "+ns+"/"+configName(g, ns, "alpha"), "created ConfigMap "+ns+"/alpha-namesrv-addr",
 				"created ConfigMap "+ns+"/alpha-namesrv-addr-brokers", "created ConfigMap "+ns+"/alpha-namesrv-addr-ips",
 				"created ConfigMap "+ns+"/alpha-kv", "created PodDisruptionBudget "+ns+"/alpha"))
 		}).Should(Succeed())
@@ -133,7 +133,7 @@ var _ = Describe("NameServerCluster", func() {
 				g.Expect(k8sClient.Get(testCtx, key(ns, "alpha"), o)).To(Succeed())
 				out = append(out, o.GetResourceVersion())
 			}
-			for _, name := range []string{"alpha-config", "alpha-kv", "alpha-namesrv-addr", "alpha-namesrv-addr-brokers", "alpha-namesrv-addr-ips"} {
+			for _, name := range []string{configName(g, ns, "alpha"), "alpha-kv", "alpha-namesrv-addr", "alpha-namesrv-addr-brokers", "alpha-namesrv-addr-ips"} {
 				cm := &corev1.ConfigMap{}
 				g.Expect(k8sClient.Get(testCtx, key(ns, name), cm)).To(Succeed())
 				out = append(out, cm.ResourceVersion)
@@ -160,9 +160,9 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
-			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
-			g.Expect(cond).To(HaveField("Reason", v1alpha1.ReasonWaitingForPeers))
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, string(v1alpha1.ConditionAvailable))).To(BeTrue())
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond).To(HaveField("Reason", string(v1alpha1.ReasonWaitingForPeers)))
 			g.Expect(cond.Message).To(ContainSubstring("pub-1: its pod is not ready"))
 			g.Expect(c.Status.Peers).To(ContainElements(
 				And(HaveField("Name", "pub-0"), HaveField("Published", true), HaveField("Ready", true), HaveField("Reachable", HaveValue(BeFalse()))),
@@ -182,11 +182,11 @@ var _ = Describe("NameServerCluster", func() {
 			g.Expect(c.Status.BrokerNamesrvAddr).To(Equal(peerList(ns, "pub", 3)))
 			g.Expect(c.Status.Addresses).To(HaveLen(3))
 			g.Expect(c.Status.ReadyReplicas).To(BeEquivalentTo(3))
-			for _, t := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
-				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, t)).To(BeTrue(), t)
+			for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
+				g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, string(t))).To(BeTrue(), string(t))
 			}
-			for _, t := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
-				g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, t)).To(BeTrue(), t)
+			for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
+				g.Expect(meta.IsStatusConditionFalse(c.Status.Conditions, string(t))).To(BeTrue(), string(t))
 			}
 			g.Expect(eventReasons(g, ns, "pub")).To(ContainElement("Normal/Published"))
 		}).Should(Succeed())
@@ -198,8 +198,8 @@ var _ = Describe("NameServerCluster", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr-ips")).To(HaveKeyWithValue("namesrvAddrIPs", podIP(0)+":9876;"+podIP(2)+":9876"))
 			c := getCluster(g, ns, "pub")
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(And(
-				HaveField("Reason", v1alpha1.ReasonPeersNotReady), HaveField("Message", ContainSubstring("pub-1"))))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)).To(And(
+				HaveField("Reason", string(v1alpha1.ReasonPeersNotReady)), HaveField("Message", ContainSubstring("pub-1"))))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(addressData(g, ns, "pub-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "pub", 3)))
@@ -248,7 +248,7 @@ var _ = Describe("NameServerCluster", func() {
 			c := getCluster(g, ns, "scale")
 			g.Expect(c.Status.PublishedReplicas).To(BeEquivalentTo(2))
 			g.Expect(c.Status.DrainStartTime).NotTo(BeNil())
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonDraining))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonDraining)))
 			g.Expect(eventReasons(g, ns, "scale")).To(ContainElement("Normal/Draining"))
 		}).Should(Succeed())
 		Expect(statefulSetReplicas(Default, ns, "scale")).To(BeEquivalentTo(5))
@@ -278,7 +278,7 @@ var _ = Describe("NameServerCluster", func() {
 		})
 		Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "conf-config"), cm)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "conf")), cm)).To(Succeed())
 			g.Expect(cm.Data["namesrv.properties"]).To(ContainSubstring("\norderMessageEnable=true\n"))
 			g.Expect(checksum(g)).NotTo(Equal(before))
 		}).Should(Succeed())
@@ -337,7 +337,7 @@ var _ = Describe("NameServerCluster", func() {
 		for _, o := range []client.Object{
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-headless"}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-config"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: configName(Default, ns, "heal")}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal-namesrv-addr"}},
 			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heal"}},
@@ -386,18 +386,18 @@ var _ = Describe("NameServerCluster", func() {
 		By("a target whose namespace does not exist is refused, then published once it appears")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "multi")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionAddressesPublished)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(cond.Reason).To(Equal(v1alpha1.RefusalTarget))
+			g.Expect(cond.Reason).To(Equal(string(v1alpha1.RefusalTarget)))
 			g.Expect(cond.Message).To(ContainSubstring(missing))
-			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/" + v1alpha1.RefusalTarget))
+			g.Expect(eventReasons(g, ns, "multi")).To(ContainElement("Warning/" + string(v1alpha1.RefusalTarget)))
 		}).Should(Succeed())
 		Expect(k8sClient.Create(testCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing,
 			Annotations: map[string]string{v1alpha1.AnnotationAcceptPublishFrom: ns + "/multi"}}})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(addressData(g, missing, "multi-namesrv-addr")).To(HaveKeyWithValue("namesrvAddr", peerList(ns, "multi", 3)))
-			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "multi").Status.Conditions, v1alpha1.ConditionAddressesPublished)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(getCluster(g, ns, "multi").Status.Conditions, string(v1alpha1.ConditionAddressesPublished))).To(BeTrue())
 		}).Should(Succeed())
 
 		By("a copy deleted by hand comes back")
@@ -437,13 +437,13 @@ var _ = Describe("NameServerCluster", func() {
 		settleStatefulSet(ns, "refuse")
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "refuse")
-			degraded := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+			degraded := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
 			g.Expect(degraded).NotTo(BeNil())
 			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(degraded.Message).To(And(ContainSubstring("is the cluster's own"), ContainSubstring("is not this cluster's"),
 				ContainSubstring(fmt.Sprintf("namespace %q does not accept address lists from %s/refuse", closed, ns))))
-			g.Expect(meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", v1alpha1.ReasonBlocked))
-			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElements("Warning/"+v1alpha1.RefusalTarget, "Warning/"+v1alpha1.RefusalNotOwned))
+			g.Expect(v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionProgressing)).To(HaveField("Reason", string(v1alpha1.ReasonBlocked)))
+			g.Expect(eventReasons(g, ns, "refuse")).To(ContainElements("Warning/"+string(v1alpha1.RefusalTarget), "Warning/"+string(v1alpha1.RefusalNotOwned)))
 		}).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8sClient.Get(testCtx, key(closed, "refuse-namesrv-addr"), &corev1.ConfigMap{}))).To(BeTrue(),
 			"a namespace that did not opt in received the list")
@@ -612,7 +612,7 @@ var _ = Describe("NameServerCluster", func() {
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-headless"}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-config"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: configName(Default, ns, "doomed")}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr-brokers"}},
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed-namesrv-addr-ips"}},
@@ -725,6 +725,9 @@ var _ = Describe("NameServerCluster validation", func() {
 		Entry("an address ConfigMap named like the config ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Publish.ConfigMapName = "a-config"
 		}, "spec.publish.configMapName cannot be <name>-config"),
+		Entry("an address ConfigMap named like a revision of the config ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
+			c.Spec.Publish.ConfigMapName = "a-config-0123456789"
+		}, "spec.publish.configMapName cannot be <name>-config, <name>-config-* or <name>-kv"),
 		Entry("a PDB that allows no disruption", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.PodDisruptionBudget.MaxUnavailable = ptr.To(intstr.FromInt32(0))
 		}, "podDisruptionBudget.maxUnavailable must be a count of at least 1"),
@@ -760,7 +763,7 @@ var _ = Describe("NameServerCluster validation", func() {
 		}, "spec.tls.clientCA.key in body should match"),
 		Entry("an address ConfigMap named like the KV ConfigMap", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Publish.ConfigMapName = "a-kv"
-		}, "spec.publish.configMapName cannot be <name>-config or <name>-kv"),
+		}, "spec.publish.configMapName cannot be <name>-config, <name>-config-* or <name>-kv"),
 		Entry("the same KV namespace and key twice", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.KVConfig = []v1alpha1.KVConfigEntry{{Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "a:1"}, {Namespace: "ORDER_TOPIC_CONFIG", Key: "T", Value: "b:1"}}
 		}, `spec.kvConfig[1]: Duplicate value: {"key":"T","namespace":"ORDER_TOPIC_CONFIG"}`),
@@ -779,7 +782,7 @@ var _ = Describe("NameServerCluster validation", func() {
 			}
 		}, "spec.kvConfig: Too many: 257: must have at most 256 items"),
 		Entry("an unknown KV policy", "a", func(c *v1alpha1.NameServerCluster) { c.Spec.KVConfigPolicy = "Merge" },
-			`spec.kvConfigPolicy: Unsupported value: "Merge": supported values: "Owned", "Additive"`),
+			`spec.kvConfigPolicy: Unsupported value: "Merge": supported values: "Owned", "Exclusive", "Additive"`),
 		Entry("GOMEMLIMIT in env", "a", func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Env = []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "1GiB"}}
 		}, "env cannot set GOMEMLIMIT: the operator sets it from the container's memory limit"),

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -27,11 +29,28 @@ type observed struct {
 	peers map[int32]publish.Peer
 	// external are the per-peer external Services, by ordinal.
 	external map[int32]*corev1.Service
+	// clientService is the client Service, nil when it does not exist.
+	clientService *corev1.Service
+	// addressConfigMaps are the address ConfigMaps of the cluster that
+	// exist, in any namespace, found by their labels; listDigests the
+	// digests of their data.
+	addressConfigMaps []types.NamespacedName
+	listDigests       map[types.NamespacedName]string
+	// configMaps are the config ConfigMaps of the cluster that exist, one
+	// per revision of spec.config, the shared one of earlier releases
+	// included.
+	configMaps []string
+	// namespaces are the target namespaces of spec.publish.targets that
+	// exist, when the operator may read them (it manages every namespace).
+	namespaces map[string]*corev1.Namespace
 	// state is the observer's memory of this cluster, with the latest
 	// reads of its peers.
 	state *peerclient.Cluster
 	// nextRead is when the peers are read again unless something changes.
 	nextRead time.Time
+	// opened are the peers whose start-up gate this reconcile opened
+	// (actOnPeers).
+	opened map[int32]bool
 }
 
 // observe reads the StatefulSet, the pods and the external Services, and
@@ -57,10 +76,55 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		return nil, fmt.Errorf("listing the Services of %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	for i := range svcs.Items {
+		if svcs.Items[i].Name == render.ClientServiceName(c) {
+			o.clientService = &svcs.Items[i]
+		}
 		for ordinal := range int32(maxOrdinal(c, o)) {
 			if svcs.Items[i].Name == render.ExternalServiceName(c, ordinal) {
 				o.external[ordinal] = &svcs.Items[i]
 			}
+		}
+	}
+
+	configs := &corev1.ConfigMapList{}
+	if err := r.List(ctx, configs, client.InNamespace(c.Namespace), client.MatchingLabels(render.SelectorLabels(c)), client.HasLabels{render.LabelConfig}); err != nil {
+		return nil, fmt.Errorf("listing the config ConfigMaps of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range configs.Items {
+		if metav1.IsControlledBy(&configs.Items[i], c) {
+			o.configMaps = append(o.configMaps, configs.Items[i].Name)
+		}
+	}
+	legacy := &corev1.ConfigMap{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.LegacyConfigMapName(c)}, legacy); {
+	case err == nil && metav1.IsControlledBy(legacy, c):
+		o.configMaps = append(o.configMaps, legacy.Name)
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the config ConfigMap of an earlier release of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+
+	cms := &corev1.ConfigMapList{}
+	if err := r.List(ctx, cms, client.MatchingLabels(addressLabels(c.Namespace, c.Name))); err != nil {
+		return nil, fmt.Errorf("listing the address ConfigMaps of %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	o.listDigests = map[types.NamespacedName]string{}
+	for i := range cms.Items {
+		key := client.ObjectKeyFromObject(&cms.Items[i])
+		o.addressConfigMaps = append(o.addressConfigMaps, key)
+		o.listDigests[key] = render.DataDigest(cms.Items[i].Data)
+	}
+	o.namespaces = map[string]*corev1.Namespace{}
+	for _, t := range c.Spec.Publish.Targets {
+		if len(r.Namespaces) > 0 || t.Namespace == c.Namespace {
+			continue
+		}
+		ns := &corev1.Namespace{}
+		found, err := r.getLive(ctx, client.ObjectKey{Name: t.Namespace}, ns)
+		if err != nil {
+			return nil, fmt.Errorf("reading namespace %s: %w", t.Namespace, err)
+		}
+		if found {
+			o.namespaces[t.Namespace] = ns
 		}
 	}
 
@@ -134,4 +198,10 @@ func statusPeer(c *v1alpha1.NameServerCluster, ordinal int32) *v1alpha1.PeerStat
 		}
 	}
 	return nil
+}
+
+// addressLabels select the address ConfigMaps of a cluster, in its own
+// namespace and in the targets.
+func addressLabels(namespace, name string) map[string]string {
+	return map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: name, render.LabelClusterNamespace: namespace}
 }

@@ -2,159 +2,40 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
-	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
 
-// reconcile is one pass: observe, decide, act, report.
+// reconcile observes the cluster and runs one pass on what it saw, then
+// reports what it did in events and metrics and says when to come back.
 func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1.NameServerCluster) (ctrl.Result, error) {
+	if act, _, why := r.ownership(c, r.Clock.Now()); !act {
+		// Another install manages it: this one neither reads its peers,
+		// nor acts, nor reports, and looks again for the other being gone.
+		logf.FromContext(ctx).V(1).Info("leaving the cluster to its manager", "reason", why)
+		metrics.Forget(c.Namespace, c.Name)
+		return ctrl.Result{RequeueAfter: r.takeoverAfter() / 2}, nil
+	}
 	o, err := r.observe(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := r.decide(c, o)
-	if err != nil {
+	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx})
+	if err != nil || res.deferred != "" {
 		return ctrl.Result{}, err
 	}
-	r.actOnPeers(ctx, c, o, d)
-
-	// Order matters for a manager stopped half-way, or a status write lost
-	// to a conflict. The status must never record fewer published peers
-	// than some ConfigMap holds: otherwise a scale-down right after would
-	// take those peers for never-published ones and remove them without a
-	// drain. So peers joining the client list are recorded before they are
-	// published, and peers leaving it are published before they are
-	// recorded, which also keeps a recorded drain start no earlier than the
-	// shrink it times. The StatefulSet, which shrinks only once a recorded
-	// drain is over, comes after the lists.
-	recordErr := r.recordJoins(ctx, c, o, d)
-
-	var problems []problem
-	var stsAfter *appsv1.StatefulSet
-	published := false
-	steps := []func() ([]problem, error){
-		func() ([]problem, error) { return r.applyChild(ctx, c, configMapChild(render.ConfigConfigMap(c))) },
-		func() ([]problem, error) {
-			return r.applyChild(ctx, c, configMapChild(render.KVConfigMap(c, d.kvFile)))
-		},
-		func() ([]problem, error) { return r.applyChild(ctx, c, serviceChild(render.HeadlessService(c))) },
-		func() ([]problem, error) { return r.applyChild(ctx, c, serviceChild(render.ClientService(c))) },
-		func() ([]problem, error) { return r.reconcileExternal(ctx, c, o, d.plan.Replicas) },
-		func() ([]problem, error) {
-			p, ok, err := r.publishAddresses(ctx, c, d.lists)
-			published = ok
-			return p, err
-		},
-		func() ([]problem, error) { return r.reconcilePDB(ctx, c) },
-		func() ([]problem, error) {
-			ac, err := render.StatefulSet(c, r.Render, d.plan.Replicas, d.oldPorts...)
-			if err != nil {
-				return nil, err
-			}
-			p, err := r.applyChild(ctx, c, statefulSetChild(ac))
-			if err == nil && len(p) == 0 {
-				stsAfter, err = r.readStatefulSet(ctx, c, o)
-			}
-			return p, err
-		},
-	}
-	for _, step := range steps {
-		p, err := step()
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		problems = append(problems, p...)
-	}
-	if recordErr != nil {
-		return ctrl.Result{}, recordErr
-	}
-	if err := r.restartPeer(ctx, c, o, d); err != nil {
-		return ctrl.Result{}, err
-	}
-
-	status := computeStatus(statusInput{
-		Cluster: c, Obs: o, Dec: d, StatefulSet: stsAfter, Problems: problems, Published: published, Now: o.now,
-	}, r.Render)
-	old := c.Status
-	if err := r.writeStatus(ctx, c, status); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.warnTransitions(c, old, status, problems)
-	r.recordMetrics(c, d, published, o.now)
-
-	return ctrl.Result{RequeueAfter: r.requeueAfter(c, o, d, problems)}, nil
-}
-
-// recordJoins writes the status with the peers that join the client list
-// before any ConfigMap names them. When that write fails they are not
-// published in this pass; the rest of the cluster is still brought to spec.
-func (r *NameServerClusterReconciler) recordJoins(ctx context.Context, c *v1alpha1.NameServerCluster, o *observed, d *decision) error {
-	before := publishedOrdinals(c)
-	joins := slices.ContainsFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
-	if !joins {
-		return nil
-	}
-	growing := c.Status.DeepCopy()
-	growing.Peers = peerStatuses(c, r.Render, o, d)
-	for i := range growing.Peers {
-		// Leaving peers are recorded only after they are unpublished.
-		if slices.Contains(before, growing.Peers[i].Ordinal) && !growing.Peers[i].Published {
-			growing.Peers[i].Published = true
-			if p := statusPeer(c, growing.Peers[i].Ordinal); p != nil {
-				growing.Peers[i].Address = p.Address
-			}
-		}
-	}
-	if len(c.Status.Peers) == 0 {
-		// Upgraded from a status without per-peer entries: keep what it
-		// published under their stable names.
-		for i := range growing.Peers {
-			if slices.Contains(before, growing.Peers[i].Ordinal) {
-				growing.Peers[i].Published = true
-			}
-		}
-	}
-	var addrs []string
-	for _, p := range growing.Peers {
-		if p.Published {
-			addrs = append(addrs, p.Address)
-		}
-	}
-	growing.PublishedReplicas = int32(len(addrs))
-	growing.Addresses = addrs
-	growing.NamesrvAddr = strings.Join(addrs, ";")
-	if err := r.writeStatus(ctx, c, *growing); err != nil {
-		d.plan.Published = slices.DeleteFunc(d.plan.Published, func(ordinal int32) bool { return !slices.Contains(before, ordinal) })
-		d.addresses(c, r.Render, o)
-		return err
-	}
-	return nil
-}
-
-// readStatefulSet reads the StatefulSet after the apply, so that status
-// describes the template just applied and not the one read before: an
-// apply that changed it bumps its generation, which its controller has not
-// observed yet.
-func (r *NameServerClusterReconciler) readStatefulSet(ctx context.Context, c *v1alpha1.NameServerCluster, o *observed) (*appsv1.StatefulSet, error) {
-	sts := &appsv1.StatefulSet{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.StatefulSetName(c)}, sts); err != nil {
-		return nil, fmt.Errorf("reading the StatefulSet of %s/%s after applying it: %w", c.Namespace, c.Name, err)
-	}
-	o.sts = sts
-	return sts, nil
+	r.warnTransitions(c, res.old, res.status, res.problems)
+	r.recordMetrics(c, res.dec, res.published, o.now)
+	return ctrl.Result{RequeueAfter: r.requeueAfter(c, o, res.dec, res.problems)}, nil
 }
 
 // requeueAfter is the earliest of the timers: the end of a drain, the next
@@ -237,9 +118,9 @@ func (r *NameServerClusterReconciler) lastPublished(c *v1alpha1.NameServerCluste
 }
 
 // conditionValue is 1 for True, 0 for False, -1 for Unknown or absent.
-func conditionValue(cs []metav1.Condition, t string) int {
+func conditionValue(cs []metav1.Condition, t v1alpha1.ConditionType) int {
 	for _, c := range cs {
-		if c.Type == t {
+		if c.Type == string(t) {
 			switch c.Status {
 			case metav1.ConditionTrue:
 				return 1

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,10 +30,10 @@ var _ = Describe("Operator safety", func() {
 		newCluster(ns, "mig", withReplicas(1))
 		Eventually(func(g Gomega) {
 			c := getCluster(g, ns, "mig")
-			cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RefusalNotOwned)))
+			cond := v1alpha1.FindCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", string(v1alpha1.RefusalNotOwned))))
 			g.Expect(cond.Message).To(ContainSubstring("Service " + ns + "/mig exists and is not this cluster's (managed by Helm)"))
-			g.Expect(eventReasons(g, ns, "mig")).To(ContainElement("Warning/" + v1alpha1.RefusalNotOwned))
+			g.Expect(eventReasons(g, ns, "mig")).To(ContainElement("Warning/" + string(v1alpha1.RefusalNotOwned)))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			svc := &corev1.Service{}
@@ -56,18 +55,19 @@ var _ = Describe("Operator safety", func() {
 	It("does not let one cluster overwrite another's ConfigMap", func() {
 		newCluster(ns, "b", withReplicas(1))
 		var before *corev1.ConfigMap
+		bConfig := configName(Default, ns, "b")
 		Eventually(func(g Gomega) {
 			before = &corev1.ConfigMap{}
-			g.Expect(k8sClient.Get(testCtx, key(ns, "b-config"), before)).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, bConfig), before)).To(Succeed())
 		}).Should(Succeed())
-		newCluster(ns, "a", withReplicas(1), func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.ConfigMapName = "b-config" })
+		newCluster(ns, "a", withReplicas(1), func(c *v1alpha1.NameServerCluster) { c.Spec.Publish.ConfigMapName = bConfig })
 		Eventually(func(g Gomega) {
-			cond := meta.FindStatusCondition(getCluster(g, ns, "a").Status.Conditions, v1alpha1.ConditionAddressesPublished)
-			g.Expect(cond).To(HaveField("Reason", v1alpha1.RefusalNotOwned))
-			g.Expect(cond.Message).To(ContainSubstring("ConfigMap " + ns + "/b-config exists and is not this cluster's (controlled by NameServerCluster b)"))
+			cond := v1alpha1.FindCondition(getCluster(g, ns, "a").Status.Conditions, v1alpha1.ConditionAddressesPublished)
+			g.Expect(cond).To(HaveField("Reason", string(v1alpha1.RefusalNotOwned)))
+			g.Expect(cond.Message).To(ContainSubstring("ConfigMap " + ns + "/" + bConfig + " exists and is not this cluster's (controlled by NameServerCluster b)"))
 		}).Should(Succeed())
 		after := &corev1.ConfigMap{}
-		Expect(k8sClient.Get(testCtx, key(ns, "b-config"), after)).To(Succeed())
+		Expect(k8sClient.Get(testCtx, key(ns, bConfig), after)).To(Succeed())
 		Expect(after.Data).To(Equal(before.Data))
 	})
 
@@ -93,21 +93,21 @@ var _ = Describe("Operator safety", func() {
 		setQuota("1", "1")
 		newCluster(ns, "quota", withReplicas(1))
 		Eventually(func(g Gomega) {
-			cond := meta.FindStatusCondition(getCluster(g, ns, "quota").Status.Conditions, v1alpha1.ConditionDegraded)
-			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.RefusalAPIServer)))
+			cond := v1alpha1.FindCondition(getCluster(g, ns, "quota").Status.Conditions, v1alpha1.ConditionDegraded)
+			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", string(v1alpha1.RefusalAPIServer))))
 			g.Expect(cond.Message).To(And(ContainSubstring("exceeded quota"), ContainSubstring("retrying with back-off")))
 		}).Should(Succeed())
 		Eventually(func() float64 {
-			return metricValue("kube_namesrv_cluster_refusals_total", map[string]string{"namespace": ns, "name": "quota", "reason": v1alpha1.RefusalAPIServer})
+			return metricValue("kube_namesrv_cluster_refusals_total", map[string]string{"namespace": ns, "name": "quota", "reason": string(v1alpha1.RefusalAPIServer)})
 		}).
 			Should(BeNumerically(">=", 1))
 
 		By("raising the quota is enough: no event on the cluster is needed")
 		setQuota("50", "1")
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(testCtx, key(ns, "quota-config"), &corev1.ConfigMap{})).To(Succeed())
+			g.Expect(k8sClient.Get(testCtx, key(ns, configName(g, ns, "quota")), &corev1.ConfigMap{})).To(Succeed())
 			g.Expect(k8sClient.Get(testCtx, key(ns, "quota-namesrv-addr-brokers"), &corev1.ConfigMap{})).To(Succeed())
-			g.Expect(meta.FindStatusCondition(getCluster(g, ns, "quota").Status.Conditions, v1alpha1.ConditionDegraded)).
+			g.Expect(v1alpha1.FindCondition(getCluster(g, ns, "quota").Status.Conditions, v1alpha1.ConditionDegraded)).
 				To(HaveField("Status", metav1.ConditionFalse))
 		}, 30*time.Second).Should(Succeed())
 	})

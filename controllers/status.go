@@ -21,6 +21,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 	"github.com/kube-namesrv/kube-namesrv/controllers/routecheck"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
 
 // maxListedInStatus bounds the per-peer lists of missing brokers and
@@ -35,9 +36,10 @@ type statusInput struct {
 	// StatefulSet after this reconcile's apply, nil when it does not exist.
 	StatefulSet *appsv1.StatefulSet
 	Problems    []problem
-	// Published tells whether every address ConfigMap holds the lists.
-	Published bool
-	Now       time.Time
+	// Refused tells, by listKind, whether the API server refused to write
+	// the list into some address ConfigMap: it may hold the old list.
+	Refused [3]bool
+	Now     time.Time
 }
 
 // peerStatuses describes every peer that runs, is published or is wanted.
@@ -77,7 +79,10 @@ func peerStatuses(c *v1alpha1.NameServerCluster, opts render.Options, o *observe
 				waits = append(waits, "cannot read its route summary: "+obs.Err)
 			} else {
 				ps.Brokers = ptr.To(int32(len(obs.Summary.Brokers)))
-				if g := obs.Summary.Gate; g.Enabled && !g.Open {
+				switch g := obs.Summary.Gate; {
+				case warmingUp(obs.Summary, o.now):
+					waits = append(waits, "warming up until "+g.WarmUpUntil.UTC().Format(time.RFC3339)+" (needWaitForService)")
+				case g.Enabled && !g.Open:
 					waits = append(waits, fmt.Sprintf("route gate closed: %d of %d expected brokers missing", len(g.Missing), g.Expected))
 				}
 			}
@@ -117,19 +122,44 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 	c, o, d := in.Cluster, in.Obs, in.Dec
 	st := v1alpha1.NameServerClusterStatus{
 		ObservedGeneration: c.Generation,
-		PublishedReplicas:  int32(len(d.plan.Published)),
-		Addresses:          d.lists.Clients,
-		NamesrvAddr:        strings.Join(d.lists.Clients, ";"),
-		BrokerNamesrvAddr:  strings.Join(d.lists.Brokers, ";"),
+		Addresses:          c.Status.Addresses,
+		NamesrvAddr:        c.Status.NamesrvAddr,
+		BrokerNamesrvAddr:  c.Status.BrokerNamesrvAddr,
 		Peers:              peerStatuses(c, opts, o, d),
 		Selector:           labels.SelectorFromSet(render.SelectorLabels(c)).String(),
 		LastPublishTime:    c.Status.LastPublishTime,
+		DrainStartTime:     c.Status.DrainStartTime,
 		Conditions:         slices.Clone(c.Status.Conditions),
 	}
-	if d.plan.DrainStart != nil {
-		st.DrainStartTime = ptr.To(metav1.NewTime(*d.plan.DrainStart))
+	// A list is recorded once every ConfigMap that holds it was written. A
+	// peer leaves the client list, and its drain starts, only once every
+	// list that named it (client and IP lists, in every destination) was
+	// written without it; until then it stays recorded as published, so
+	// nothing shrinks under a list that still names it.
+	if !in.Refused[clientList] {
+		st.Addresses = d.lists.Clients
+		st.NamesrvAddr = strings.Join(d.lists.Clients, ";")
 	}
-	if in.Published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
+	if !in.Refused[brokerList] {
+		st.BrokerNamesrvAddr = strings.Join(d.lists.Brokers, ";")
+	}
+	if in.Refused[clientList] || in.Refused[ipList] {
+		st.Peers = keepPublished(c, st.Peers)
+	} else {
+		st.DrainStartTime = nil
+		if d.plan.DrainStart != nil {
+			st.DrainStartTime = ptr.To(metav1.NewTime(*d.plan.DrainStart))
+		}
+	}
+	for _, p := range st.Peers {
+		if p.Published {
+			st.PublishedReplicas++
+		}
+	}
+	st.Lists = recordLists(c.Status.Lists, d.listDigest, in.Refused, in.Now)
+	st.LiveBrokers = liveBrokers(c, o, d)
+	published := !slices.ContainsFunc(in.Problems, func(p problem) bool { return p.Addresses })
+	if published && st.NamesrvAddr+"|"+st.BrokerNamesrvAddr != c.Status.NamesrvAddr+"|"+c.Status.BrokerNamesrvAddr {
 		st.LastPublishTime = ptr.To(metav1.NewTime(in.Now))
 	}
 	for _, p := range o.peers {
@@ -145,7 +175,15 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 			st.UpdatedReplicas++
 		}
 	}
+	// A removed key is forgotten once every peer deleted it: every desired
+	// peer must run, for one whose pod is gone may come back with its
+	// storage and the key.
 	everySatisfied := len(o.peers) > 0
+	for ordinal := range desired(c) {
+		if _, ok := o.peers[ordinal]; !ok {
+			everySatisfied = false
+		}
+	}
 	for ordinal := range o.peers {
 		if v := d.kv[ordinal]; !v.Known || !v.Satisfied {
 			everySatisfied = false
@@ -160,19 +198,20 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 		st.KVConfig = &v1alpha1.KVConfigStatus{Declared: declared, Removed: removed}
 	}
 
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
-			LastTransitionTime: metav1.NewTime(in.Now),
-		})
+	set := func(t v1alpha1.ConditionType, s metav1.ConditionStatus, reason v1alpha1.ConditionReason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, v1alpha1.Condition(t, s, reason, msg, c.Generation, metav1.NewTime(in.Now)))
 	}
 	problems := problemMessage(in.Problems)
 
 	var readyListed, unreadyListed []int32
 	for _, ordinal := range d.plan.Published {
-		if p, ok := o.peers[ordinal]; ok && p.Ready {
+		switch p, ok := o.peers[ordinal]; {
+		case ok && p.Ready:
 			readyListed = append(readyListed, ordinal)
-		} else {
+		case ok && warmingUp(o.state.Peers[ordinal].Summary, o.now):
+			// Not broken: its gate stays closed through the warm-up
+			// needWaitForService asks for.
+		default:
 			unreadyListed = append(unreadyListed, ordinal)
 		}
 	}
@@ -200,10 +239,10 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "every peer of the client list is ready, or the one being rolled")
 	}
 
-	targetProblems := problemMessage(filterProblems(in.Problems, v1alpha1.RefusalTarget, v1alpha1.RefusalNotOwned))
+	addressProblems := slices.DeleteFunc(slices.Clone(in.Problems), func(p problem) bool { return !p.Addresses })
 	switch {
-	case targetProblems != "":
-		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, firstReason(in.Problems, v1alpha1.RefusalTarget, v1alpha1.RefusalNotOwned), targetProblems)
+	case len(addressProblems) > 0:
+		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, addressProblems[0].Reason, problemMessage(addressProblems))
 	case len(d.plan.Waiting) > 0:
 		set(v1alpha1.ConditionAddressesPublished, metav1.ConditionFalse, v1alpha1.ReasonWaitingForPeers,
 			fmt.Sprintf("%d of %d peers in the client list; %s", len(d.plan.Published), desired(c), waitingFor(c, st.Peers, d.plan.Waiting)))
@@ -220,8 +259,66 @@ func computeStatus(in statusInput, opts render.Options) v1alpha1.NameServerClust
 	return st
 }
 
+// warmingUp tells whether a peer's gate is closed for the warm-up
+// needWaitForService asks for.
+func warmingUp(s *peerstatus.Summary, now time.Time) bool {
+	return s != nil && s.Gate.Enabled && !s.Gate.Open && s.Gate.WarmUpUntil != nil && now.Before(*s.Gate.WarmUpUntil)
+}
+
+// keepPublished marks every peer the status recorded as published as
+// published still, at the address it was published under: a list that
+// named them may not have been written.
+func keepPublished(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus) []v1alpha1.PeerStatus {
+	for _, ordinal := range publishedOrdinals(c) {
+		i := slices.IndexFunc(peers, func(p v1alpha1.PeerStatus) bool { return p.Ordinal == ordinal })
+		if i < 0 {
+			peers = append(peers, v1alpha1.PeerStatus{Ordinal: ordinal, Name: render.PodName(c, ordinal)})
+			i = len(peers) - 1
+		}
+		if peers[i].Published {
+			continue
+		}
+		peers[i].Published = true
+		if prev := statusPeer(c, ordinal); prev != nil {
+			peers[i].Address = prev.Address
+		}
+	}
+	slices.SortFunc(peers, func(a, b v1alpha1.PeerStatus) int { return int(a.Ordinal - b.Ordinal) })
+	return peers
+}
+
+// markChanging records that the pending lists start to change now.
+func markChanging(rec *v1alpha1.PublishedListsStatus, pending [3]bool, now time.Time) *v1alpha1.PublishedListsStatus {
+	out := &v1alpha1.PublishedListsStatus{}
+	if rec != nil {
+		out = rec.DeepCopy()
+	}
+	for l, r := range []*v1alpha1.PublishedListStatus{&out.Clients, &out.Brokers, &out.IPs} {
+		if pending[l] {
+			r.ChangedTime = ptr.To(metav1.NewTime(now))
+		}
+	}
+	return out
+}
+
+// recordLists updates the record of the lists: a list every ConfigMap of
+// which was written with new data changes now.
+func recordLists(rec *v1alpha1.PublishedListsStatus, digests [3]string, refused [3]bool, now time.Time) *v1alpha1.PublishedListsStatus {
+	out := &v1alpha1.PublishedListsStatus{}
+	if rec != nil {
+		out = rec.DeepCopy()
+	}
+	for l, r := range []*v1alpha1.PublishedListStatus{&out.Clients, &out.Brokers, &out.IPs} {
+		if refused[l] || (r.Digest == digests[l] && r.ChangedTime != nil) {
+			continue
+		}
+		r.Digest, r.ChangedTime = digests[l], ptr.To(metav1.NewTime(now))
+	}
+	return out
+}
+
 // progress says what is moving, or what holds the cluster still.
-func progress(in statusInput, desired int32) (reason string, status metav1.ConditionStatus, msg string) {
+func progress(in statusInput, desired int32) (reason v1alpha1.ConditionReason, status metav1.ConditionStatus, msg string) {
 	c, o, d, s := in.Cluster, in.Obs, in.Dec, in.StatefulSet
 	problems := problemMessage(in.Problems)
 	switch {
@@ -254,7 +351,7 @@ func progress(in statusInput, desired int32) (reason string, status metav1.Condi
 }
 
 // routesCondition sets RoutesConsistent from the route check.
-func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, set func(v1alpha1.ConditionType, metav1.ConditionStatus, v1alpha1.ConditionReason, string)) {
 	r := d.routes
 	var unchecked []int32
 	for _, ordinal := range d.compared {
@@ -291,7 +388,7 @@ func routesCondition(c *v1alpha1.NameServerCluster, o *observed, d *decision, se
 }
 
 // kvCondition sets KVConfigInSync from the per-peer verdicts.
-func kvCondition(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus, d *decision, set func(string, metav1.ConditionStatus, string, string)) {
+func kvCondition(c *v1alpha1.NameServerCluster, peers []v1alpha1.PeerStatus, d *decision, set func(v1alpha1.ConditionType, metav1.ConditionStatus, v1alpha1.ConditionReason, string)) {
 	if !d.kvDeclared {
 		set(v1alpha1.ConditionKVConfigInSync, metav1.ConditionTrue, v1alpha1.ReasonNothingDeclared, "spec.kvConfig declares nothing")
 		return
@@ -347,23 +444,6 @@ func describeOrdinals(c *v1alpha1.NameServerCluster, ordinals []int32) string {
 	return strings.Join(names, ", ")
 }
 
-func filterProblems(ps []problem, reasons ...string) []problem {
-	var out []problem
-	for _, p := range ps {
-		if slices.Contains(reasons, p.Reason) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func firstReason(ps []problem, reasons ...string) string {
-	if f := filterProblems(ps, reasons...); len(f) > 0 {
-		return f[0].Reason
-	}
-	return ""
-}
-
 func problemMessage(ps []problem) string {
 	msgs := make([]string, 0, len(ps))
 	for _, p := range ps {
@@ -407,18 +487,18 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	}
 	for _, p := range st.Peers {
 		if p.Published && !before[p.Ordinal] {
-			r.Recorder.Eventf(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, EventPublished, "Publish",
+			r.event(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, v1alpha1.EventPublished, "Publish",
 				"%s serves and joined the client list: %s", p.Name, st.NamesrvAddr)
 		}
 	}
 	for o, was := range before {
 		if was && !after[o] {
-			r.Recorder.Eventf(c, peerPod(c, o), corev1.EventTypeNormal, EventPublished, "Unpublish",
+			r.event(c, peerPod(c, o), corev1.EventTypeNormal, v1alpha1.EventPublished, "Unpublish",
 				"%s left the client list: %s", render.PodName(c, o), st.NamesrvAddr)
 		}
 	}
 	if st.DrainStartTime != nil && (old.DrainStartTime == nil || !old.DrainStartTime.Equal(st.DrainStartTime)) {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, EventDraining, "Drain",
+		r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventDraining, "Drain",
 			"removed peers from the client list; the StatefulSet keeps them for %ds", ptr.Deref(c.Spec.Publish.DrainSeconds, 0))
 	}
 	return nil
@@ -427,9 +507,9 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 // warnTransitions records one event when a condition that needs a person's
 // attention turns, so a standing state is not repeated on every reconcile.
 func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerCluster, old, st v1alpha1.NameServerClusterStatus, problems []problem) {
-	turned := func(t string) (*metav1.Condition, bool) {
-		was := meta.FindStatusCondition(old.Conditions, t)
-		now := meta.FindStatusCondition(st.Conditions, t)
+	turned := func(t v1alpha1.ConditionType) (*metav1.Condition, bool) {
+		was := v1alpha1.FindCondition(old.Conditions, t)
+		now := v1alpha1.FindCondition(st.Conditions, t)
 		if now == nil {
 			return nil, false
 		}
@@ -437,29 +517,29 @@ func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerClus
 	}
 	if now, ok := turned(v1alpha1.ConditionDegraded); ok && len(problems) > 0 && now.Status == metav1.ConditionTrue {
 		for _, p := range problems {
-			r.Recorder.Eventf(c, p.Related, corev1.EventTypeWarning, p.Reason, "Refuse", "%s", p.Message)
-			metrics.Refused(c.Namespace, c.Name, p.Reason)
+			r.event(c, p.Related, corev1.EventTypeWarning, v1alpha1.RefusalEvent(p.Reason), "Refuse", "%s", p.Message)
+			metrics.Refused(c.Namespace, c.Name, string(p.Reason))
 		}
 	}
 	if now, ok := turned(v1alpha1.ConditionRoutesConsistent); ok {
 		switch now.Status {
 		case metav1.ConditionFalse:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, EventRoutesInconsistent, "CompareRoutes", "%s", now.Message)
+			r.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventRoutesInconsistent, "CompareRoutes", "%s", now.Message)
 		case metav1.ConditionTrue:
-			if was := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionRoutesConsistent); was != nil && was.Status == metav1.ConditionFalse {
-				r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, EventRoutesConsistent, "CompareRoutes", "%s", now.Message)
+			if was := v1alpha1.FindCondition(old.Conditions, v1alpha1.ConditionRoutesConsistent); was != nil && was.Status == metav1.ConditionFalse {
+				r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventRoutesConsistent, "CompareRoutes", "%s", now.Message)
 			}
 		}
 	}
-	if now, ok := turned(v1alpha1.ConditionKVConfigInSync); ok && now.Status == metav1.ConditionFalse && now.Reason == v1alpha1.ReasonKVDrift {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, EventKVConfigDrift, "CompareKV", "%s", now.Message)
+	if now, ok := turned(v1alpha1.ConditionKVConfigInSync); ok && now.Status == metav1.ConditionFalse && now.Reason == string(v1alpha1.ReasonKVDrift) {
+		r.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventKVConfigDrift, "CompareKV", "%s", now.Message)
 	}
 	if now, ok := turned(v1alpha1.ConditionProgressing); ok {
-		switch now.Reason {
+		switch v1alpha1.ConditionReason(now.Reason) {
 		case v1alpha1.ReasonScaleDownHeld:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, v1alpha1.ReasonScaleDownHeld, "HoldScaleDown", "%s", now.Message)
+			r.event(c, nil, corev1.EventTypeWarning, v1alpha1.EventScaleDownHeld, "HoldScaleDown", "%s", now.Message)
 		case v1alpha1.ReasonRolloutPaused:
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, v1alpha1.ReasonRolloutPaused, "PauseRollout", "%s", now.Message)
+			r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventRolloutPaused, "PauseRollout", "%s", now.Message)
 		}
 	}
 }

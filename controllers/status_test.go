@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -94,21 +93,21 @@ func (s scene) run(t *testing.T) v1alpha1.NameServerClusterStatus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return computeStatus(statusInput{Cluster: c, Obs: o, Dec: d, StatefulSet: o.sts, Problems: s.problems, Published: true, Now: statusNow}, r.Render)
+	return computeStatus(statusInput{Cluster: c, Obs: o, Dec: d, StatefulSet: o.sts, Problems: s.problems, Now: statusNow}, r.Render)
 }
 
 func TestComputeStatusConditions(t *testing.T) {
 	old := statusNow.Add(-time.Hour)
 	b1, b2 := testBroker("10.1.0.1:10911", old), testBroker("10.1.0.2:10911", old)
 	both := []peerstatus.Broker{b1, b2}
-	refusedTarget := problem{Reason: v1alpha1.RefusalTarget, Message: `spec.publish.targets: namespace "later" does not exist`}
-	type conds map[string]string // type -> condTrue(reason) etc. (message checked separately)
+	refusedTarget := problem{Reason: v1alpha1.RefusalTarget, Message: `spec.publish.targets: namespace "later" does not exist`, Addresses: true}
+	type conds map[v1alpha1.ConditionType]string // type -> condTrue(reason) etc. (message checked separately)
 	tests := []struct {
 		name  string
 		scene scene
 		want  conds
 		// like: condition type -> a substring its message must hold.
-		like map[string]string
+		like map[v1alpha1.ConditionType]string
 	}{
 		{
 			name:  "a new cluster: nothing serves yet",
@@ -132,19 +131,19 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "the first reconcile of a new template is not Stable: its controller has not seen it",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 2},
 			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
-			like:  map[string]string{v1alpha1.ConditionProgressing: "has not observed"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "has not observed"},
 		},
 		{
 			name:  "a listed peer down outside a roll is degraded",
 			scene: scene{replicas: 3, pods: "RUR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2},
 			want:  conds{v1alpha1.ConditionAvailable: condTrue(v1alpha1.ReasonPeersServing), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
-			like:  map[string]string{v1alpha1.ConditionDegraded: "ns1-1"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionDegraded: "ns1-1"},
 		},
 		{
 			name:  "a routine roll, one peer restarting, is not degraded",
 			scene: scene{replicas: 3, pods: "rrU", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3},
 			want:  conds{v1alpha1.ConditionProgressing: condTrue(v1alpha1.ReasonRollingOut), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
-			like:  map[string]string{v1alpha1.ConditionProgressing: "waiting for listed ordinal 2"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "waiting for listed ordinal 2"},
 		},
 		{
 			name:  "two peers down during a roll is degraded",
@@ -155,7 +154,7 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "paused with outdated peers",
 			scene: scene{replicas: 3, pods: "rrr", published: []int32{0, 1, 2}, stsGeneration: 3, observed: 3, paused: true},
 			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonRolloutPaused), v1alpha1.ConditionDegraded: condFalse(v1alpha1.ReasonAsExpected)},
-			like:  map[string]string{v1alpha1.ConditionProgressing: "ns1-0, ns1-1, ns1-2 run an outdated pod template"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "ns1-0, ns1-1, ns1-2 run an outdated pod template"},
 		},
 		{
 			name:  "draining after a scale-down",
@@ -166,7 +165,7 @@ func TestComputeStatusConditions(t *testing.T) {
 			name:  "a scale-down held by a peer that would remain and does not serve",
 			scene: scene{replicas: 1, pods: "URR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2, stsReplicas: 3},
 			want:  conds{v1alpha1.ConditionProgressing: condFalse(v1alpha1.ReasonScaleDownHeld), v1alpha1.ConditionDegraded: condTrue(v1alpha1.ReasonPeersNotReady)},
-			like:  map[string]string{v1alpha1.ConditionProgressing: "ns1-0, which would remain, does not serve"},
+			like:  map[v1alpha1.ConditionType]string{v1alpha1.ConditionProgressing: "ns1-0, which would remain, does not serve"},
 		},
 		{
 			name: "a missing optional target does not hide a roll",
@@ -187,14 +186,14 @@ func TestComputeStatusConditions(t *testing.T) {
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2,
 				reads: map[int32][]peerstatus.Broker{0: both, 1: {b1}, 2: both}},
 			want: conds{v1alpha1.ConditionRoutesConsistent: condFalse(v1alpha1.ReasonBrokerMissing)},
-			like: map[string]string{v1alpha1.ConditionRoutesConsistent: "broker DefaultCluster/broker-10.1.0.2:10911@10.1.0.2:10911 is missing from peer ns1-1"},
+			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionRoutesConsistent: "broker DefaultCluster/broker-10.1.0.2:10911@10.1.0.2:10911 is missing from peer ns1-1"},
 		},
 		{
 			name: "a serving peer the operator cannot read",
 			scene: scene{replicas: 3, pods: "RRR", published: []int32{0, 1, 2}, stsGeneration: 2, observed: 2,
 				reads: map[int32][]peerstatus.Broker{0: both, 1: nil, 2: both}},
 			want: conds{v1alpha1.ConditionRoutesConsistent: condUnknown(v1alpha1.ReasonPeerUnreachable)},
-			like: map[string]string{v1alpha1.ConditionRoutesConsistent: "ns1-1"},
+			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionRoutesConsistent: "ns1-1"},
 		},
 		{
 			name: "a declared KV value changed by hand on one peer",
@@ -204,14 +203,14 @@ func TestComputeStatusConditions(t *testing.T) {
 					{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicA", Reason: peerstatus.DriftDiffers}}}},
 				reads: map[int32][]peerstatus.Broker{0: nil, 1: nil}},
 			want: conds{v1alpha1.ConditionKVConfigInSync: condFalse(v1alpha1.ReasonKVNotDelivered)},
-			like: map[string]string{v1alpha1.ConditionKVConfigInSync: "peer ns1-0"},
+			like: map[v1alpha1.ConditionType]string{v1alpha1.ConditionKVConfigInSync: "peer ns1-0"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := tt.scene.run(t)
 			for typ, want := range tt.want {
-				c := meta.FindStatusCondition(st.Conditions, typ)
+				c := v1alpha1.FindCondition(st.Conditions, typ)
 				if c == nil {
 					t.Errorf("no %s condition", typ)
 					continue
@@ -221,7 +220,7 @@ func TestComputeStatusConditions(t *testing.T) {
 				}
 			}
 			for typ, like := range tt.like {
-				if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || !strings.Contains(c.Message, like) {
+				if c := v1alpha1.FindCondition(st.Conditions, typ); c == nil || !strings.Contains(c.Message, like) {
 					t.Errorf("%s message = %+v, want one containing %q", typ, c, like)
 				}
 			}
@@ -249,8 +248,8 @@ func TestKVInSyncNamesPeerAndKey(t *testing.T) {
 		{Namespace: "ORDER_TOPIC_CONFIG", Key: "TopicA", Reason: peerstatus.DriftDiffers}}}}
 	s.reads = map[int32][]peerstatus.Broker{0: nil, 1: nil}
 	st := s.run(t)
-	cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionKVConfigInSync)
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonKVDrift || !strings.Contains(cond.Message, "peer ns1-1: ORDER_TOPIC_CONFIG/TopicA: differs") {
+	cond := v1alpha1.FindCondition(st.Conditions, v1alpha1.ConditionKVConfigInSync)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != string(v1alpha1.ReasonKVDrift) || !strings.Contains(cond.Message, "peer ns1-1: ORDER_TOPIC_CONFIG/TopicA: differs") {
 		t.Fatalf("KVConfigInSync = %+v", cond)
 	}
 	for _, p := range st.Peers {
@@ -262,6 +261,12 @@ func TestKVInSyncNamesPeerAndKey(t *testing.T) {
 
 // condTrue, condFalse and condUnknown spell a condition's status and
 // reason as the table compares them, from the API's reason constants.
-func condTrue(reason string) string    { return string(metav1.ConditionTrue) + "/" + reason }
-func condFalse(reason string) string   { return string(metav1.ConditionFalse) + "/" + reason }
-func condUnknown(reason string) string { return string(metav1.ConditionUnknown) + "/" + reason }
+func condTrue(reason v1alpha1.ConditionReason) string {
+	return string(metav1.ConditionTrue) + "/" + string(reason)
+}
+func condFalse(reason v1alpha1.ConditionReason) string {
+	return string(metav1.ConditionFalse) + "/" + string(reason)
+}
+func condUnknown(reason v1alpha1.ConditionReason) string {
+	return string(metav1.ConditionUnknown) + "/" + string(reason)
+}

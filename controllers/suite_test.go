@@ -120,6 +120,15 @@ func startManager(namespaces []string) { startManagerWith(namespaces, nil) }
 // startManagerWith runs the manager with the reconciler's client wrapped by
 // wrap (when not nil), to inject API failures.
 func startManagerWith(namespaces []string, wrap func(client.Client) client.Client) {
+	stopManager = runManager(namespaces, wrap, func(*NameServerClusterReconciler) {})
+}
+
+// testIdentity names the suite's manager in status.manager.
+const testIdentity = "kube-namesrv-system/kube-namesrv"
+
+// runManager runs a manager of the operator, its reconciler set up by edit,
+// and returns what stops it.
+func runManager(namespaces []string, wrap func(client.Client) client.Client, edit func(*NameServerClusterReconciler)) func() {
 	mgr, err := ctrl.NewManager(managerConfig, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -133,7 +142,7 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 	if wrap != nil {
 		c = wrap(c)
 	}
-	Expect((&NameServerClusterReconciler{
+	r := &NameServerClusterReconciler{
 		Client:     c,
 		APIReader:  mgr.GetAPIReader(),
 		Recorder:   mgr.GetEventRecorder("kube-namesrv"),
@@ -141,7 +150,10 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 		Namespaces: namespaces,
 		Clock:      clock.RealClock{},
 		Peers:      &peerclient.Observer{Client: testPeers},
-	}).SetupWithManager(mgr)).To(Succeed())
+		Identity:   testIdentity,
+	}
+	edit(r)
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(testCtx)
 	done := make(chan struct{})
@@ -150,7 +162,7 @@ func startManagerWith(namespaces []string, wrap func(client.Client) client.Clien
 		defer close(done)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-	stopManager = func() {
+	return func() {
 		cancel()
 		<-done
 	}
@@ -222,6 +234,11 @@ func updateCluster(ns, name string, edit func(*v1alpha1.NameServerCluster)) {
 	}).Should(Succeed())
 }
 
+// configName is the config ConfigMap of a cluster's current spec.config.
+func configName(g Gomega, ns, name string) string {
+	return render.ConfigMapName(getCluster(g, ns, name))
+}
+
 // addressData reads an address ConfigMap's data.
 func addressData(g Gomega, ns, name string) map[string]string {
 	cm := &corev1.ConfigMap{}
@@ -265,6 +282,17 @@ func setPodAt(ns, cluster string, ordinal int, ready bool, ip, revision string, 
 	name := fmt.Sprintf("%s-%d", cluster, ordinal)
 	pod := &corev1.Pod{}
 	if err := k8sClient.Get(testCtx, key(ns, name), pod); err != nil {
+		// Like the StatefulSet controller, mount the config ConfigMap of
+		// the template as it is now.
+		var volumes []corev1.Volume
+		sts := &appsv1.StatefulSet{}
+		if k8sClient.Get(testCtx, key(ns, cluster), sts) == nil {
+			for _, v := range sts.Spec.Template.Spec.Volumes {
+				if v.Name == render.ConfigVolume {
+					volumes = append(volumes, v)
+				}
+			}
+		}
 		pod = &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 				render.LabelName: render.AppName, render.LabelInstance: cluster,
@@ -273,7 +301,7 @@ func setPodAt(ns, cluster string, ordinal int, ready bool, ip, revision string, 
 			}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Image: testImage, Ports: []corev1.ContainerPort{
 				{Name: "remoting", ContainerPort: port}, {Name: "http", ContainerPort: 8080},
-			}}}},
+			}}}, Volumes: volumes},
 		}
 		Expect(k8sClient.Create(testCtx, pod)).To(Succeed())
 	}

@@ -68,7 +68,7 @@ func TestDeclaredKV(t *testing.T) {
 	cm := filepath.Join(dir, "kv")
 	os.Mkdir(cm, 0o755)
 	file := filepath.Join(cm, "kvConfig.json")
-	first := kvFile(t, peerstatus.KVFile{Policy: peerstatus.PolicyOwned,
+	first := kvFile(t, peerstatus.KVFile{Policy: peerstatus.PolicyExclusive,
 		ConfigTable: map[string]map[string]string{protocol.NamespaceOrderTopicConfig: {"T": "broker-a:4"}, "APP": {"a": "1"}}})
 	publishFile(t, cm, "kvConfig.json", first)
 	s := startServer(t, func(c *config.Config) { c.KVDeclaredFile = file; c.OrderMessageEnable = true })
@@ -86,7 +86,7 @@ func TestDeclaredKV(t *testing.T) {
 		t.Fatalf("route without the declared order config: %s", r.Body)
 	}
 	st := kvStatus(t, s)
-	if !st.InSync || st.Digest != peerstatus.Digest([]byte(first)) || st.Policy != peerstatus.PolicyOwned || st.File != file || st.Error != "" {
+	if !st.InSync || st.Digest != peerstatus.Digest([]byte(first)) || st.Policy != peerstatus.PolicyExclusive || st.File != file || st.Error != "" {
 		t.Fatalf("status %+v", st)
 	}
 	m := scrapeMetrics(t, s)
@@ -130,7 +130,7 @@ func TestDeclaredKV(t *testing.T) {
 
 	// A new version of the file is picked up through the symlink swap:
 	// removed keys go, the order config reaches routes.
-	second := kvFile(t, peerstatus.KVFile{Policy: peerstatus.PolicyOwned,
+	second := kvFile(t, peerstatus.KVFile{Policy: peerstatus.PolicyExclusive,
 		ConfigTable: map[string]map[string]string{protocol.NamespaceOrderTopicConfig: {"T": "broker-a:8"}},
 		Removed:     map[string][]string{"APP": {"a"}}})
 	publishFile(t, cm, "kvConfig.json", second)

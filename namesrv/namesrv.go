@@ -1,9 +1,11 @@
 // Package namesrv assembles a RocketMQ NameServer: the route table, the KV
 // store and the live configuration behind a remoting server (plain, TLS or
-// both, with its connection limits), the periodic scan that expires silent
-// brokers, the start-up route gate, the declared KV config, and the HTTP
-// side (health, metrics, address server, peer status). cmd/namesrv runs
-// one; tests and the end-to-end suite start them in-process.
+// both, with its connection limits), authorization of requests by role
+// and broker-name ownership, the periodic scan that expires silent
+// brokers, the start-up route gate with its record of live brokers, the
+// declared KV config, and the HTTP side (health, metrics, address server,
+// peer status, with optional credentials and TLS). cmd/namesrv runs one;
+// tests and the end-to-end suite start them in-process.
 package namesrv
 
 import (
@@ -23,11 +25,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvdeclared"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/liverecord"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/metrics"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/processor"
@@ -48,6 +52,10 @@ type Options struct {
 	// LiveTimeout bounds the liveness check of /healthz;
 	// httpapi.DefaultLiveTimeout when 0.
 	LiveTimeout time.Duration
+	// LiveRecordInterval is the least time between two writes of the
+	// record of live brokers; liverecord.DefaultInterval when 0. Tests
+	// shorten it.
+	LiveRecordInterval time.Duration
 
 	// wrapHandler lets this package's tests wrap the request processor.
 	wrapHandler func(remoting.Handler) remoting.Handler
@@ -65,8 +73,17 @@ type Server struct {
 	bootID  string
 	gate    *gate.Gate
 	// declared applies the declared-KV file; nil without one.
-	declared    *kvdeclared.Declared
+	declared *kvdeclared.Declared
+	// recorder keeps the record of live brokers the gate shows after a
+	// restart.
+	recorder    *liverecord.Recorder
 	liveTimeout time.Duration
+	// owners records broker-name ownership; nil when it is off.
+	owners *authz.Owners
+	// httpAuth checks the HTTP port's credentials; httpTLS serves it TLS
+	// (nil: plain only).
+	httpAuth *httpapi.Auth
+	httpTLS  *remoting.CertFiles
 
 	listener net.Listener
 	// extra are the listeners of extraListenPorts.
@@ -112,17 +129,15 @@ func New(o Options) (*Server, error) {
 		httpListener: o.HTTPListener,
 		liveTimeout:  o.LiveTimeout,
 	}
-	s.routes = route.New(route.Options{
-		View:                              viewOptions(cfg),
-		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
-		OnRegister:                        func(cluster, addr string) { s.gate.Registered(cluster, addr) },
-		Logger:                            o.Logger.With("component", "route"),
-	})
+	// Routes read the order config from the store whenever they are built,
+	// so what the store holds reaches them however it got there (loaded
+	// from the file here, a KV write, a declared-KV apply); the change
+	// callback rebuilds routes built before a change.
 	kv, err := kvconfig.Open(cfg.KVConfigPath, kvconfig.Options{
 		Logger: o.Logger.With("component", "kvconfig"),
-		OnChange: func(ns, key, value string, present bool) {
+		OnChange: func(ns, key, _ string, _ bool) {
 			if ns == protocol.NamespaceOrderTopicConfig {
-				s.routes.SetOrderConf(key, value, present)
+				s.routes.OrderConfChanged(key)
 			}
 		},
 	})
@@ -130,6 +145,15 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("open kv config: %w", err)
 	}
 	s.kv = kv
+	s.routes = route.New(route.Options{
+		View:                              viewOptions(cfg),
+		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
+		OrderConf: func(topic string) (string, bool) {
+			return kv.Get(protocol.NamespaceOrderTopicConfig, topic)
+		},
+		OnRegister: func(cluster, addr string) { s.gate.Registered(cluster, addr) },
+		Logger:     o.Logger.With("component", "route"),
+	})
 	if cfg.KVDeclaredFile != "" {
 		s.declared = kvdeclared.New(kvdeclared.Options{Path: cfg.KVDeclaredFile, Store: kv, Logger: o.Logger.With("component", "kvdeclared")})
 	}
@@ -141,17 +165,46 @@ func New(o Options) (*Server, error) {
 	if certs != nil {
 		tlsConfig = certs.Config()
 	}
+	recordPath := liverecord.Path(cfg.LiveBrokersPath, cfg.KVConfigPath)
+	record := loadRecord(recordPath, o.Logger)
 	// The gate's settings are read here, once: an UPDATE_NAMESRV_CONFIG of
 	// them is persisted for the next start but neither opens nor closes
-	// this process's gate.
+	// this process's gate. The warm-up is read live, as the processor
+	// reads it.
 	s.gate = gate.New(gate.Options{
-		Enabled: cfg.RouteGateEnable,
-		Start:   s.started,
-		Timeout: time.Duration(cfg.RouteGateTimeoutSeconds) * time.Second,
-		NotLive: s.notLive,
-		Logger:  o.Logger.With("component", "gate"),
+		Enabled:     cfg.RouteGateEnable,
+		Start:       s.started,
+		Timeout:     time.Duration(cfg.RouteGateTimeoutSeconds) * time.Second,
+		WarmUpUntil: s.warmUpUntil,
+		Record:      record,
+		NotLive:     s.notLive,
+		Logger:      o.Logger.With("component", "gate"),
 	})
-	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs, Gate: s.gate, Declared: s.declared})
+	// Recorded once the gate is open: until then the table of a restarted
+	// NameServer is still filling, and the previous record is what the
+	// operator needs.
+	s.recorder = liverecord.New(liverecord.Options{
+		Path:     recordPath,
+		Live:     s.liveKeys,
+		Complete: func() bool { return !s.gate.Closed() },
+		Previous: record,
+		Interval: o.LiveRecordInterval,
+		Logger:   o.Logger.With("component", "liverecord"),
+	})
+	policy, err := setupAuthz(cfg, o.Logger)
+	if err != nil {
+		s.gate.Stop()
+		return nil, err
+	}
+	if cfg.AuthzBrokerNameOwnership {
+		s.owners = authz.NewOwners(func(name string) bool { return len(s.routes.MemberGroup(name)) > 0 })
+	}
+	s.metrics = metrics.New(metrics.Sources{Routes: s.routes, KV: kv, TLS: certs, Gate: s.gate, Declared: s.declared, Record: s.recorder,
+		AuthzEnabled: cfg.AuthzEnable, Owners: s.owners, HTTPPaths: httpapi.GuardedPaths})
+	if s.httpAuth, s.httpTLS, err = setupHTTPAuth(cfg, policy, s.metrics, o.Logger); err != nil {
+		s.gate.Stop()
+		return nil, err
+	}
 	if err := s.metrics.Register(s.registry); err != nil {
 		s.gate.Stop()
 		return nil, fmt.Errorf("register metrics: %w", err)
@@ -159,14 +212,22 @@ func New(o Options) (*Server, error) {
 	s.cfg.Subscribe(func(_, cur *config.Config) {
 		s.routes.SetViewOptions(viewOptions(cur))
 		s.routes.SetDeleteTopicWithBrokerRegistration(cur.DeleteTopicWithBrokerRegistration)
+		s.gate.Recheck()
 	})
+	var remotingPolicy *authz.Policy
+	if cfg.AuthzEnable {
+		remotingPolicy = policy
+	}
 	s.proc = processor.New(processor.Options{
-		Routes:  s.routes,
-		KV:      s.kv,
-		Config:  s.cfg,
-		Logger:  o.Logger.With("component", "processor"),
-		Started: s.started,
-		Gate:    s.gate,
+		Routes:   s.routes,
+		KV:       s.kv,
+		Config:   s.cfg,
+		Logger:   o.Logger.With("component", "processor"),
+		Started:  s.started,
+		Gate:     s.gate,
+		Policy:   remotingPolicy,
+		Owners:   s.owners,
+		Refusals: s.metrics,
 	})
 	var handler remoting.Handler = s.proc
 	if o.wrapHandler != nil {
@@ -237,6 +298,71 @@ func setupTLS(cfg *config.Config, log *slog.Logger) (remoting.TLSMode, *remoting
 	return mode, certs, nil
 }
 
+// setupAuthz reads the authorization lists and says, once, whether the
+// remoting port is open to every peer. The lists also serve the HTTP
+// port's client certificates, whether or not authzEnable is set.
+func setupAuthz(cfg *config.Config, log *slog.Logger) (*authz.Policy, error) {
+	policy, err := cfg.AuthzPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.AuthzEnable {
+		log.Warn("authorization is off (authzEnable=false): every peer of the remoting port may register brokers, " +
+			"write and delete KV config, wipe write permissions, delete topics and update the configuration")
+	} else {
+		roles := policy.Describe()
+		log.Info("authorization by role on the remoting port", "broker", roles["broker"], "admin", roles["admin"], "read", roles["read"])
+	}
+	if cfg.AuthzBrokerNameOwnership {
+		if cfg.TLSServerNeedClientAuth == "none" || cfg.TLSServerTrustCertPath == "" {
+			log.Warn("authzBrokerNameOwnership is on but client certificates are not verified (tls.server.need.client.auth, " +
+				"tls.server.trustCertPath): every broker has the same empty identity, so no name is protected")
+		} else {
+			log.Info("broker names are owned by the client-certificate identity that registers them first")
+		}
+	}
+	return policy, nil
+}
+
+// setupHTTPAuth builds the HTTP port's credential check and, with
+// httpTLSMode, its TLS certificate: the remoting port's files, with client
+// certificates verified when given and never required, so probes that
+// cannot present one still get through.
+func setupHTTPAuth(cfg *config.Config, policy *authz.Policy, m *metrics.Metrics, log *slog.Logger) (*httpapi.Auth, *remoting.CertFiles, error) {
+	scope, err := httpapi.ParseScope(cfg.HTTPAuthScope)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := &httpapi.Auth{Scope: scope, CertGrants: policy.CertGrants, Refused: m.HTTPRefused}
+	if cfg.HTTPAuthTokenFile != "" {
+		if auth.Tokens, err = httpapi.NewTokenFile(cfg.HTTPAuthTokenFile, log.With("component", "http")); err != nil {
+			return nil, nil, err
+		}
+	}
+	if scope == httpapi.ScopeNone {
+		log.Warn("the HTTP port's endpoints need no credential (httpAuthScope=none): anyone who reaches it may open the route gate and re-apply the declared KV config")
+	}
+	if cfg.HTTPTLSMode == "disabled" {
+		return auth, nil, nil
+	}
+	clientAuth := tls.NoClientCert
+	if cfg.TLSServerTrustCertPath != "" {
+		clientAuth = tls.VerifyClientCertIfGiven
+	}
+	certs, err := remoting.NewCertFiles(remoting.CertFilesOptions{
+		CertPath:     cfg.TLSServerCertPath,
+		KeyPath:      cfg.TLSServerKeyPath,
+		ClientCAPath: cfg.TLSServerTrustCertPath,
+		ClientAuth:   clientAuth,
+		Logger:       log.With("component", "http-tls"),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("HTTP TLS: %w", err)
+	}
+	log.Info("TLS on the HTTP port", "httpTLSMode", cfg.HTTPTLSMode, "clientCertificates", clientAuth != tls.NoClientCert)
+	return auth, certs, nil
+}
+
 func viewOptions(c *config.Config) route.ViewOptions {
 	return route.ViewOptions{OrderMessageEnable: c.OrderMessageEnable, SupportActingMaster: c.SupportActingMaster}
 }
@@ -267,12 +393,51 @@ func newBootID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// stopWatching stops the gate's timeout and the declared-KV watcher.
+// loadRecord reads the previous process's record of live brokers. One that
+// cannot be read is logged and ignored: it only helps the gate, and a
+// NameServer must start without it.
+func loadRecord(path string, log *slog.Logger) *peerstatus.GateRecord {
+	rec, err := liverecord.Load(path)
+	switch {
+	case err != nil:
+		log.Warn("ignoring the record of live brokers; it is rewritten once the route gate is open", "err", err)
+		return nil
+	case rec == nil:
+		log.Info("no record of live brokers yet", "path", path)
+	default:
+		log.Info("record of live brokers before this start", "path", path, "brokers", len(rec.Brokers), "recordedAt", rec.RecordedAt)
+	}
+	return rec
+}
+
+// warmUpUntil is when the warm-up needWaitForService asks for ends, as the
+// live configuration says; zero without one.
+func (s *Server) warmUpUntil() time.Time {
+	cfg := s.cfg.Load()
+	if !cfg.NeedWaitForService || cfg.WaitSecondsForService <= 0 {
+		return time.Time{}
+	}
+	return s.started.Add(time.Duration(cfg.WaitSecondsForService) * time.Second)
+}
+
+// liveKeys are the live broker addresses, for the record.
+func (s *Server) liveKeys() []peerstatus.BrokerKey {
+	live := s.routes.LiveBrokers()
+	keys := make([]peerstatus.BrokerKey, len(live))
+	for i, b := range live {
+		keys[i] = peerstatus.BrokerKey(b.AddrKey)
+	}
+	return keys
+}
+
+// stopWatching stops the gate's timeout, the declared-KV watcher and the
+// recorder, which writes the record a last time if it ran.
 func (s *Server) stopWatching() {
 	s.gate.Stop()
 	if s.declared != nil {
 		s.declared.Stop()
 	}
+	s.recorder.Stop()
 }
 
 // notLive adapts the route table's liveness check to the gate.
@@ -335,6 +500,7 @@ func (s *Server) Start() error {
 		go func() { s.serveErr <- s.remote.Serve(el) }()
 	}
 	s.serving.Store(true)
+	s.recorder.Run()
 	s.wg.Add(1)
 	go s.scanLoop()
 	s.log.Info("The Name Server boot success.", "address", l.Addr().String(), "serializeType", "JSON")
@@ -355,6 +521,10 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 		}
 		s.httpListener = l
 	}
+	if s.httpTLS != nil {
+		l = httpapi.SniffTLS(l, s.httpTLS.Config(), cfg.HTTPTLSMode == "enforcing",
+			time.Duration(cfg.TLSHandshakeTimeoutMillis)*time.Millisecond, s.log.With("component", "http"))
+	}
 	s.http = &http.Server{
 		Handler: httpapi.New(httpapi.Options{
 			AddressFile:       func() string { return s.cfg.Load().AddressFile },
@@ -364,7 +534,7 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 			LiveTimeout:       s.liveTimeout,
 			Summary:           s.Summary,
 			Gate: func(req peerstatus.GateRequest) peerstatus.Summary {
-				s.gate.Expect(req.Expect)
+				s.gate.Expect(req)
 				return s.Summary()
 			},
 			ApplyKV: func() (peerstatus.KVStatus, bool) {
@@ -374,6 +544,7 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 				return s.declared.Apply(), true
 			},
 			Gatherer: s.registry,
+			Auth:     s.httpAuth,
 			Logger:   s.log.With("component", "http"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -398,9 +569,8 @@ func (s *Server) ready() (bool, string) {
 	case !s.serving.Load():
 		return false, "starting"
 	}
-	cfg := s.cfg.Load()
-	if wait := time.Duration(cfg.WaitSecondsForService) * time.Second; cfg.NeedWaitForService && time.Since(s.started) < wait {
-		return false, fmt.Sprintf("warming up for %s (needWaitForService)", (wait - time.Since(s.started)).Round(time.Second))
+	if left := time.Until(s.warmUpUntil()); left > 0 {
+		return false, fmt.Sprintf("warming up for %s (needWaitForService)", left.Round(time.Second))
 	}
 	if why, waiting := s.gate.Waiting(); waiting {
 		return false, why
@@ -486,6 +656,9 @@ func (s *Server) scanLoop() {
 			return
 		case <-t.C:
 			s.routes.ScanExpired()
+			if s.owners != nil {
+				s.owners.Prune()
+			}
 		}
 	}
 }

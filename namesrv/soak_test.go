@@ -309,7 +309,11 @@ func (s *soak) keepAlive(sb *soakBroker, stop <-chan struct{}) {
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// Every live broker keeps one registration outstanding, so one
+		// waits behind at most all the others: on a loaded machine, under
+		// the race detector, that can pass 10 s without anything being
+		// wrong.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r := sb.b.Register(ctx, []string{s.ns})[0]
 		cancel()
 		if r.Err != nil || r.Response.Code != protocol.Success {

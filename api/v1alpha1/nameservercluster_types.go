@@ -89,6 +89,8 @@ const AnnotationAcceptPublishFrom = "rocketmq.kube-namesrv.io/accept-publish-fro
 // Peers never talk to each other: every broker registers with each published
 // address, so the operator only has to run N pods and publish their names.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.hostNetwork) || !self.hostNetwork || !has(self.dnsPolicy) || self.dnsPolicy != 'ClusterFirst'",message="dnsPolicy ClusterFirst with hostNetwork resolves names with the node's DNS, not the cluster's: use ClusterFirstWithHostNet (or leave dnsPolicy unset), or Default to mean the node's"
+//
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || self.storage == oldSelf.storage)",message="spec.storage cannot be changed after creation: a StatefulSet's volume claim templates are immutable; create a new NameServerCluster instead"
 type NameServerClusterSpec struct {
 	// Replicas is the number of NameServer peers.
@@ -122,8 +124,17 @@ type NameServerClusterSpec struct {
 
 	// Config holds NameServer properties by their Java names (for example
 	// scanNotActiveBrokerInterval or orderMessageEnable). They are rendered
-	// into the namesrv.properties file the pods read; any change rolls the
-	// pods, one at a time (see spec.paused).
+	// into the namesrv.properties file the pods read, in a ConfigMap of each
+	// revision (<name>-config-<checksum>), so a change reaches a pod only
+	// when the roll restarts it, one at a time (see spec.paused); a pod the
+	// roll has not reached keeps its properties, even when its container
+	// restarts. Old revisions are deleted once no pod mounts them.
+	//
+	// The operator reads the file with the NameServer's own parser before it
+	// applies anything: a value the NameServer would refuse (one that does
+	// not parse as its property's type, is out of range, or a combination
+	// that would stop it) is refused with Degraded=True, reason
+	// ConfigInvalid, and nothing of that generation is applied.
 	//
 	// The operator also renders routeGateEnable=true and
 	// routeGateTimeoutSeconds (two broker rounds plus 15 s) unless set here:
@@ -164,6 +175,28 @@ type NameServerClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// HostNetwork runs the pods in their node's network namespace, as the
+	// hostNetwork of an apache/rocketmq-operator NameService does: brokers
+	// and clients outside the pod network reach a peer at its node's IP.
+	// The remoting and HTTP ports (spec.ports) are then opened on the node
+	// itself, so they must be free on every node a peer may run on, and no
+	// two peers share a node. The published addresses (the lists,
+	// status.peers[].address) become each peer's node IP and remoting port
+	// instead of its DNS name. Changing it rolls the pods.
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+
+	// DNSPolicy of the pods: ClusterFirst, ClusterFirstWithHostNet or
+	// Default (the node's resolver). Unset means ClusterFirst, or
+	// ClusterFirstWithHostNet when hostNetwork is true, so that a peer on
+	// the node's network still resolves cluster names; ClusterFirst with
+	// hostNetwork is refused, since Kubernetes would silently use the
+	// node's resolver. None is not offered: it needs a dnsConfig, which
+	// this spec does not have.
+	// +kubebuilder:validation:Enum=ClusterFirst;ClusterFirstWithHostNet;Default
+	// +optional
+	DNSPolicy corev1.DNSPolicy `json:"dnsPolicy,omitempty"`
 
 	// Volumes are added to the pods, for VolumeMounts.
 	// +listType=map
@@ -258,18 +291,25 @@ type NameServerClusterSpec struct {
 	// +optional
 	KVConfig []KVConfigEntry `json:"kvConfig,omitempty"`
 
-	// KVConfigPolicy says what the operator does with KV entries it does not
-	// declare and with values changed by hand:
+	// KVConfigPolicy says what the operator does with values changed by
+	// hand and with KV entries it does not declare:
 	//
-	//   - Owned (the default): the namespaces named in kvConfig belong to the
-	//     spec. A declared key changed by hand (mqadmin updateKvConfig) is set
-	//     back, and keys in those namespaces that the spec does not declare
-	//     are deleted, on every peer. Other namespaces are left alone.
-	//   - Additive: declared keys are written where they are missing; a key
-	//     that holds another value is reported (KVConfigInSync=False), not
-	//     overwritten; nothing undeclared is deleted.
+	//   - Owned (the default): a declared key changed or deleted by hand
+	//     (mqadmin updateKvConfig, deleteKvConfig) is set back on every
+	//     peer. Keys the spec never declared are left alone, in the declared
+	//     namespaces too: an updateOrderConf entry made by hand beside the
+	//     declared ones stays.
+	//   - Exclusive: as Owned, and the namespaces named in kvConfig belong
+	//     to the spec: every key in them that the spec does not declare is
+	//     deleted, on every peer. Choose it only when nothing else writes
+	//     into those namespaces.
+	//   - Additive: declared keys are written where they are missing (a
+	//     declared key deleted by hand is written again); a key that holds
+	//     another value is reported (KVConfigInSync=False), not overwritten;
+	//     nothing undeclared is deleted.
 	//
-	// Under both, an entry removed from kvConfig is deleted from every peer,
+	// Under every policy, an entry removed from kvConfig is deleted from
+	// every peer (status.kvConfig.removed keeps it until they all have),
 	// and keys outside the declared namespaces keep working exactly as with
 	// the Java NameServer.
 	// +kubebuilder:default=Owned
@@ -475,14 +515,15 @@ type KVConfigEntry struct {
 	Value string `json:"value"`
 }
 
-// KVConfigPolicy is Owned or Additive; see spec.kvConfigPolicy.
-// +kubebuilder:validation:Enum=Owned;Additive
+// KVConfigPolicy is Owned, Exclusive or Additive; see spec.kvConfigPolicy.
+// +kubebuilder:validation:Enum=Owned;Exclusive;Additive
 type KVConfigPolicy string
 
 // The KV config policies.
 const (
-	KVConfigOwned    KVConfigPolicy = "Owned"
-	KVConfigAdditive KVConfigPolicy = "Additive"
+	KVConfigOwned     KVConfigPolicy = "Owned"
+	KVConfigExclusive KVConfigPolicy = "Exclusive"
+	KVConfigAdditive  KVConfigPolicy = "Additive"
 )
 
 // ExternalAccessType is the type of the per-peer Services.
@@ -652,6 +693,16 @@ type NameServerClusterStatus struct {
 	// +optional
 	LastPublishTime *metav1.Time `json:"lastPublishTime,omitempty"`
 
+	// Lists records, for each of the three address lists, what every
+	// address ConfigMap that holds it (the cluster's own and the accepted
+	// targets') was last confirmed to hold, and since when. A write the API
+	// server refused leaves the record as it was: the old content may still
+	// be there. A remoting or HTTP port the lists no longer name is kept
+	// open for spec.publish.drainSeconds after the last change recorded
+	// here, so that the lists' readers have followed.
+	// +optional
+	Lists *PublishedListsStatus `json:"lists,omitempty"`
+
 	// Addresses are the client list's host:port entries, by ordinal. The
 	// list may have gaps: a new peer joins it as soon as it is ready and
 	// route-complete, whatever the ordinals below it do.
@@ -679,9 +730,32 @@ type NameServerClusterStatus struct {
 	// +optional
 	KVConfig *KVConfigStatus `json:"kvConfig,omitempty"`
 
+	// LiveBrokers are the brokers the operator last saw live on the serving
+	// peers (at most 256, sorted). When every peer restarts at once, or the
+	// cluster has one replica, no serving peer can say which brokers a
+	// restarted peer must hold before it answers clients: the operator then
+	// asks its start-up gate to wait for these and for those the peer itself
+	// recorded, or for one broker round and a quarter, whichever comes
+	// first. Kept while no serving peer can be read.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	LiveBrokers []BrokerRef `json:"liveBrokers,omitempty"`
+
 	// Selector of the peer pods, for the scale subresource.
 	// +optional
 	Selector string `json:"selector,omitempty"`
+
+	// Manager is the operator install that manages this cluster. Another
+	// install (a second operator, cluster-wide beside namespaced, or of
+	// another version) defers to it and changes nothing, so that two
+	// managers never both restart pods or apply their templates. It takes
+	// over only when this one is gone: a spec change it has not observed
+	// for five minutes, or a cluster that is moving (Progressing=True)
+	// without a heartbeat for five minutes. To hand the cluster over at
+	// once, uninstall this one and remove status.manager.
+	// +optional
+	Manager *ManagerStatus `json:"manager,omitempty"`
 
 	// Conditions: Available, Progressing, Degraded, AddressesPublished,
 	// RoutesConsistent and KVConfigInSync (see the Condition* constants).
@@ -758,6 +832,53 @@ type PeerStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// BrokerRef names one live broker address, as a NameServer's route table
+// keys it.
+type BrokerRef struct {
+	// Cluster is the broker's cluster name.
+	// +kubebuilder:validation:MaxLength=255
+	Cluster string `json:"cluster"`
+	// Addr is the broker's host:port.
+	// +kubebuilder:validation:MaxLength=255
+	Addr string `json:"addr"`
+}
+
+// ManagerStatus names the operator install that manages a cluster.
+type ManagerStatus struct {
+	// Identity of the install (the manager's --manager-identity, by default
+	// <its namespace>/kube-namesrv).
+	// +kubebuilder:validation:MaxLength=253
+	Identity string `json:"identity"`
+	// HeartbeatTime is when it last wrote the status while the cluster was
+	// moving; renewed every minute while it moves, never while it is still.
+	// +optional
+	HeartbeatTime *metav1.Time `json:"heartbeatTime,omitempty"`
+}
+
+// PublishedListsStatus is the record of the three address lists.
+type PublishedListsStatus struct {
+	// Clients is the client list's ConfigMap (<configMapName>).
+	// +optional
+	Clients PublishedListStatus `json:"clients,omitempty"`
+	// Brokers is the broker list's ConfigMap (<configMapName>-brokers).
+	// +optional
+	Brokers PublishedListStatus `json:"brokers,omitempty"`
+	// IPs is the IP list's ConfigMap (<configMapName>-ips).
+	// +optional
+	IPs PublishedListStatus `json:"ips,omitempty"`
+}
+
+// PublishedListStatus is what every ConfigMap of one list holds.
+type PublishedListStatus struct {
+	// Digest identifies the data every ConfigMap of the list holds.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// ChangedTime is when every ConfigMap of the list came to hold it.
+	// +optional
+	ChangedTime *metav1.Time `json:"changedTime,omitempty"`
+}
+
 // KVConfigStatus remembers what spec.kvConfig declared, so that an entry
 // removed from it is removed from every peer too.
 type KVConfigStatus struct {
@@ -791,7 +912,7 @@ type KVConfigStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-': it names the Services"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: pod names and their StatefulSet revision labels must fit in 63"
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.publish) || !has(self.spec.publish.configMapName) || !(self.spec.publish.configMapName in [self.metadata.name + '-config', self.metadata.name + '-kv'])",message="spec.publish.configMapName cannot be <name>-config or <name>-kv: those are the NameServer config and KV ConfigMaps"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.publish) || !has(self.spec.publish.configMapName) || !(self.spec.publish.configMapName in [self.metadata.name + '-config', self.metadata.name + '-kv'] || self.spec.publish.configMapName.startsWith(self.metadata.name + '-config-'))",message="spec.publish.configMapName cannot be <name>-config, <name>-config-* or <name>-kv: those are the NameServer config and KV ConfigMaps"
 type NameServerCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -1,7 +1,9 @@
 // Command kubectl-nsc is the kubectl plugin of nsadmin: `kubectl nsc
 // clusterList example -n rocketmq` finds the peers of the NameServerCluster
 // example in its status and asks every one of them, as nsadmin does with -n.
-// `kubectl nsc help` lists the commands and exit codes.
+// `kubectl nsc migrate` converts a NameService of apache/rocketmq-operator
+// into a NameServerCluster. `kubectl nsc help` lists the commands and exit
+// codes.
 package main
 
 import (

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
@@ -55,9 +59,13 @@ func runTests(m *testing.M) int {
 			`Run make test, or KUBEBUILDER_ASSETS="$(hack/envtest-binaries.sh)" go test ./cmd/kubectl-nsc/`)
 		return 1
 	}
+	// The test's API clients log nothing worth reading.
+	log.SetLogger(logr.Discard())
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// migrate reads NameServices of apache/rocketmq-operator.
+		CRDs: []*apiextensionsv1.CustomResourceDefinition{nameServiceCRD()},
 	}
 	var err error
 	if restConfig, err = testEnv.Start(); err != nil {
@@ -151,7 +159,8 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 
 	cs := kubernetes.NewForConfigOrDie(restConfig)
 	const ns = "mq"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	// Another test, or an earlier run (-count), may have made it.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	var addrs []string
@@ -166,6 +175,12 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			// Unscheduled pods go at once.
+			if err := cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
 		p.Status.PodIP = "127.0.0.1"
 		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -180,6 +195,11 @@ func TestPluginAgainstAnAPIServer(t *testing.T) {
 	if err := kc.Create(ctx, nsc); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := kc.Delete(context.Background(), nsc); err != nil {
+			t.Error(err)
+		}
+	})
 	nsc.Status.Addresses = addrs
 	nsc.Status.NamesrvAddr = strings.Join(addrs, ";")
 	if err := kc.Status().Update(ctx, nsc); err != nil {

@@ -32,6 +32,7 @@ type config struct {
 	namespaces    string
 	clusterDomain string
 	namesrvImage  string
+	identity      string
 }
 
 func main() {
@@ -43,6 +44,7 @@ func main() {
 	fs.StringVar(&cfg.namespaces, "namespaces", "", "Comma-separated namespaces to manage; empty manages all.")
 	fs.StringVar(&cfg.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of Services in the published addresses.")
 	fs.StringVar(&cfg.namesrvImage, "namesrv-image", version.DefaultImage(), "NameServer image for clusters that set no spec.image.")
+	fs.StringVar(&cfg.identity, "manager-identity", "", "Name of this install in status.manager, which another install defers to; empty means <the manager's namespace>/kube-namesrv.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -58,6 +60,9 @@ func run(cfg config) error {
 	log := ctrl.Log.WithName("setup")
 	if cfg.clusterDomain == "" || cfg.namesrvImage == "" {
 		return errors.New("--cluster-domain and --namesrv-image must not be empty")
+	}
+	if cfg.identity == "" {
+		cfg.identity = defaultIdentity(os.Getenv("POD_NAMESPACE"), serviceAccountNamespace)
 	}
 	namespaces := splitNamespaces(cfg.namespaces)
 
@@ -88,6 +93,7 @@ func run(cfg config) error {
 		Render:     render.Options{ClusterDomain: cfg.clusterDomain, DefaultImage: cfg.namesrvImage},
 		Namespaces: namespaces,
 		Clock:      clock.RealClock{},
+		Identity:   cfg.identity,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NameServerCluster controller: %w", err)
 	}
@@ -97,7 +103,7 @@ func run(cfg config) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	log.Info("starting the manager", "version", version.Version, "namespaces", namespaces,
+	log.Info("starting the manager", "version", version.Version, "identity", cfg.identity, "namespaces", namespaces,
 		"clusterDomain", cfg.clusterDomain, "namesrvImage", cfg.namesrvImage)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
@@ -114,4 +120,25 @@ func splitNamespaces(s string) []string {
 		}
 	}
 	return out
+}
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// defaultIdentity names an install by its namespace: installs in one
+// namespace share a leader lease, so at most one of them runs, and installs
+// in two namespaces are two managers. The namespace comes from podNamespace
+// (the POD_NAMESPACE variable), else from the service account's namespace
+// file; a manager run outside a cluster is "local".
+func defaultIdentity(podNamespace, namespaceFile string) string {
+	ns := strings.TrimSpace(podNamespace)
+	if ns == "" {
+		if b, err := os.ReadFile(namespaceFile); err == nil {
+			ns = strings.TrimSpace(string(b))
+		}
+	}
+	if ns == "" {
+		ns = "local"
+	}
+	return ns + "/kube-namesrv"
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,6 +203,7 @@ func TestKVSurvivesSIGKILLDuringWrites(t *testing.T) {
 		checkServed(t, addr, ns, keys)
 
 		var wg sync.WaitGroup
+		var roundAcked atomic.Int64
 		for w := range writers {
 			wrng := rand.New(rand.NewPCG(seed, uint64(round*writers+w+1)))
 			wg.Add(1)
@@ -255,10 +257,15 @@ func TestKVSurvivesSIGKILLDuringWrites(t *testing.T) {
 					mu.Lock()
 					k.acked = n
 					mu.Unlock()
+					roundAcked.Add(1)
 				}
 			}()
 		}
-		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+		// The kill lands at a random moment after the first write of the
+		// round is acknowledged: counting from the start instead, a loaded
+		// machine can kill before any write, and the round proves nothing.
+		waitUntil(t, 10*time.Second, "a write acknowledged", func() bool { return roundAcked.Load() > 0 })
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		p.kill()
 		wg.Wait()
 		if t.Failed() {
@@ -294,6 +301,18 @@ func TestKVSurvivesSIGKILLDuringWrites(t *testing.T) {
 		t.Fatalf("only %d writes acknowledged in %d rounds: the kills came before any write", totalAcked, rounds)
 	}
 	t.Logf("%d acknowledged writes over %d kills", totalAcked, rounds)
+}
+
+// waitUntil polls cond until it holds, failing the test after within.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // readKVFile parses the KV file with the standard library, independently

@@ -56,7 +56,7 @@ func TestPrintConfig(t *testing.T) {
 	}
 	text := string(out)
 	for _, line := range []string{"listenPort=9876\n", "bindAddress=0.0.0.0\n", "serverChannelMaxIdleTimeSeconds=120\n", "httpPort=8080\n",
-		"routeGateEnable=false\n", "routeGateTimeoutSeconds=90\n", "kvDeclaredFile=\n", "brokerAddressFile=\n"} {
+		"routeGateEnable=false\n", "routeGateTimeoutSeconds=90\n", "kvDeclaredFile=\n", "brokerAddressFile=\n", "liveBrokersPath=\n"} {
 		if !strings.Contains(text, line) {
 			t.Errorf("-p output lacks %q", line)
 		}

@@ -150,6 +150,12 @@ func runNsadmin(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// nsadmin allows 3 s per peer by default, which a test's race-built
+	// peers on a loaded machine can exceed; tests of the timeout itself set
+	// --timeout.
+	if slices.Contains(args, "-n") && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--timeout") }) {
+		args = append(slices.Clone(args), "--timeout=20s")
+	}
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "NAMESRV_ADDR=") && !strings.HasPrefix(e, "ROCKETMQ_SERIALIZE_TYPE=") {
@@ -795,4 +801,73 @@ func TestHelp(t *testing.T) {
 		t.Errorf("clusterList -h differs from help clusterList:\n%s", r2.stdout)
 	}
 	want(t, 0, "version")
+}
+
+// TestZeroTrustNameServer runs nsadmin against a NameServer that
+// authorizes remoting requests by role and needs a credential for every
+// read of its HTTP port, served over TLS only: nsadmin presents the client
+// certificate, the bearer token or both it is given, and when refused says
+// what to pass.
+func TestZeroTrustNameServer(t *testing.T) {
+	ca := tlstest.NewCA(t, "nsadmin-zero-trust-ca")
+	dir := t.TempDir()
+	cert, key := ca.Server(t).Write(t, dir)
+	caFile, tokenFile, wrongToken := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token"), filepath.Join(dir, "wrong")
+	tlstest.WriteFile(t, caFile, ca.PEM)
+	tlstest.WriteFile(t, tokenFile, []byte("\n  s3cret-Token.1  \n"))
+	tlstest.WriteFile(t, wrongToken, []byte("not-the-token\n"))
+	client := func(name string) []string {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		c, k := ca.Client(t, name).Write(t, d)
+		return []string{"--tls-ca", caFile, "--tls-cert", c, "--tls-key", k}
+	}
+	admin, reader, stranger := client("admin"), client("reader"), client("stranger")
+	p := startPeers(t, 1, "--tls-mode", "permissive", "--tls-cert", cert, "--tls-key", key,
+		"--tls-trust-cert", caFile, "--tls-client-auth", "optional",
+		"--authz-enable", "--authz-admin-identities", "cn:admin", "--authz-read-identities", "cn:reader", "--authz-read-networks", "127.0.0.0/8",
+		"--http-auth-scope", "all", "--http-auth-token-file", tokenFile, "--http-tls-mode", "enforcing")[0]
+	_, httpPort, _ := net.SplitHostPort(p.httpAddr)
+	with := func(args []string, more ...string) []string { return append(append([]string{}, args...), more...) }
+
+	// The remoting port: reads by network; writes need the admin role.
+	want(t, 0, "getNamesrvConfig", "-n", p.addr)
+	r := want(t, 4, "updateKvConfig", "-s", "ns", "-k", "k", "-v", "v", "-n", p.addr)
+	if !strings.Contains(r.stderr, "needs the admin role") || !strings.Contains(r.stderr, "present a client certificate holding it with --tls-cert") {
+		t.Errorf("refused write: stderr\n%s", r.stderr)
+	}
+	want(t, 4, with([]string{"updateKvConfig", "-s", "ns", "-k", "k", "-v", "v", "-n", p.addr}, stranger...)...)
+	want(t, 0, with([]string{"updateKvConfig", "-s", "ns", "-k", "k", "-v", "v", "-n", p.addr}, admin...)...)
+	r = want(t, 0, "kvList", "-s", "ns", "-n", p.addr)
+	lineWith(t, r.stdout, "k", "v")
+
+	// The HTTP port: a token or a certificate holding read, over HTTPS.
+	peerStatus := []string{"peerStatus", "--http-port", httpPort, "-n", p.addr}
+	eventually(t, 0, with(peerStatus, "--https", "--tls-ca", caFile, "--http-token-file", tokenFile)...)
+	want(t, 0, with(with(peerStatus, reader...), "--https")...)
+	want(t, 0, with(with(peerStatus, admin...), "--https")...)
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{with(peerStatus, "--http-token-file", tokenFile), "serves TLS only (httpTLSMode=enforcing): pass --https"},
+		{with(peerStatus, "--https", "--tls-ca", caFile), "401 Unauthorized (the NameServer's HTTP port needs a credential (httpAuthScope=all): pass --http-token-file FILE, or --https with --tls-cert and --tls-key)"},
+		{with(peerStatus, "--https", "--tls-ca", caFile, "--http-token-file", wrongToken), "does not accept the token of --http-token-file"},
+		{with(with(peerStatus, stranger...), "--https"), "403 Forbidden (the client certificate does not hold the read role"},
+	} {
+		r := want(t, 4, tt.args...)
+		if !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("%v: stderr lacks %q:\n%s", tt.args, tt.stderr, r.stderr)
+		}
+	}
+	empty := filepath.Join(dir, "empty")
+	tlstest.WriteFile(t, empty, []byte("\n \n"))
+	for file, msg := range map[string]string{empty: "holds no token", filepath.Join(dir, "none"): "no such file"} {
+		r := want(t, 2, with(peerStatus, "--http-token-file", file)...)
+		if !strings.Contains(r.stderr, "--http-token-file: ") || !strings.Contains(r.stderr, msg) {
+			t.Errorf("token file %s: stderr\n%s", file, r.stderr)
+		}
+	}
 }

@@ -19,7 +19,8 @@ import (
 // declared-KV code reports, so the operator and the NameServer cannot drift
 // apart on what a policy means: the spec is rendered as the operator renders
 // it, applied as a peer applies it, changed by hand as mqadmin would, and the
-// peer's status judged.
+// peer's status judged; when the verdict says to apply the declaration
+// again, the peer's own apply must satisfy it.
 func TestVerdictOnARealNameServerReport(t *testing.T) {
 	const ns, key = "ORDER_TOPIC_CONFIG", "TopicA"
 	hand := "broker-a:2"
@@ -28,6 +29,8 @@ func TestVerdictOnARealNameServerReport(t *testing.T) {
 		policy v1alpha1.KVConfigPolicy
 		byHand func(*kvconfig.Store) error
 		want   kvcheck.Verdict
+		// keepsHandKey: the key made by hand stays, whatever is applied.
+		keepsHandKey bool
 	}{
 		{name: "Owned, untouched", policy: v1alpha1.KVConfigOwned, byHand: func(*kvconfig.Store) error { return nil },
 			want: kvcheck.Verdict{Known: true, Delivered: true, InSync: true, Satisfied: true}},
@@ -37,9 +40,18 @@ func TestVerdictOnARealNameServerReport(t *testing.T) {
 		{name: "Additive, value changed by hand: reported, tolerated", policy: v1alpha1.KVConfigAdditive,
 			byHand: func(s *kvconfig.Store) error { return s.Put(ns, key, &hand) },
 			want:   kvcheck.Verdict{Known: true, Delivered: true, Satisfied: true}},
-		{name: "Additive, declared key deleted by hand: blocks", policy: v1alpha1.KVConfigAdditive,
+		{name: "Additive, declared key deleted by hand: written again, no clients meanwhile", policy: v1alpha1.KVConfigAdditive,
 			byHand: func(s *kvconfig.Store) error { return s.Delete(ns, key) },
-			want:   kvcheck.Verdict{Known: true, Delivered: true, Blocks: true}},
+			want:   kvcheck.Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}},
+		{name: "Owned, declared key deleted by hand: written again", policy: v1alpha1.KVConfigOwned,
+			byHand: func(s *kvconfig.Store) error { return s.Delete(ns, key) },
+			want:   kvcheck.Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}},
+		{name: "Owned, a key made by hand beside the declared one: left alone", policy: v1alpha1.KVConfigOwned,
+			byHand: func(s *kvconfig.Store) error { return s.Put(ns, "TopicByHand", &hand) },
+			want:   kvcheck.Verdict{Known: true, Delivered: true, InSync: true, Satisfied: true}, keepsHandKey: true},
+		{name: "Exclusive, a key made by hand beside the declared one: deleted", policy: v1alpha1.KVConfigExclusive,
+			byHand: func(s *kvconfig.Store) error { return s.Put(ns, "TopicByHand", &hand) },
+			want:   kvcheck.Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,6 +82,22 @@ func TestVerdictOnARealNameServerReport(t *testing.T) {
 			got.Drift = nil
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("peer reported %+v, verdict %+v, want %+v", st, got, tt.want)
+			}
+			if tt.keepsHandKey {
+				d.Apply()
+				if _, there := store.Get(ns, "TopicByHand"); !there {
+					t.Errorf("an apply under %s deleted a key made by hand that the spec never declared", tt.policy)
+				}
+			}
+			if !got.Apply {
+				return
+			}
+			st = d.Apply()
+			if after := kvcheck.Check(peerstatus.Digest(file), string(tt.policy), map[int32]kvcheck.Peer{0: {Readable: true, KV: &st}})[0]; !after.Satisfied || after.Blocks {
+				t.Errorf("after the peer applied its declaration again it reports %+v, verdict %+v", st, after)
+			}
+			if _, there := store.Get(ns, "TopicByHand"); there && tt.policy == v1alpha1.KVConfigExclusive {
+				t.Errorf("a key made by hand beside the declared one survived an apply under %s", tt.policy)
 			}
 		})
 	}

@@ -37,13 +37,15 @@ type Verdict struct {
 	// what the NameServer itself reports as in sync.
 	Satisfied bool
 	// Apply is set when the operator should ask the peer to apply the
-	// declaration again: it has the current file, is out of sync, and the
-	// policy lets the spec overwrite what it finds (Owned).
+	// declaration again: it has the current file and does not hold it as
+	// the policy asks. Applying sets a declared value back (Owned,
+	// Exclusive), writes a declared key that is missing (every policy), and
+	// deletes removed keys.
 	Apply bool
-	// Blocks is set when the peer must not take clients: it lacks the
-	// current declaration, a declared key, or, under Owned, a declared
-	// value. A value changed by hand under Additive is reported, and
-	// tolerated.
+	// Blocks is set when the peer must not join the client list: it lacks
+	// the current declaration, a declared key, or, under Owned and
+	// Exclusive, a declared value. A value changed by hand under Additive
+	// is reported, and tolerated.
 	Blocks bool
 	// Drift lists what differs, as <namespace>/<key>: <reason>.
 	Drift []string
@@ -69,13 +71,13 @@ func Check(want string, policy string, peers map[int32]Peer) map[int32]Verdict {
 			// The peer's flag covers drift beyond the listed part; the list
 			// check keeps a peer that judged too leniently from serving.
 			v.Satisfied = p.KV.InSync && !slices.ContainsFunc(p.KV.Drift, func(d peerstatus.KVDrift) bool {
-				return policy == peerstatus.PolicyOwned || d.Reason != peerstatus.DriftDiffers
+				return policy != peerstatus.PolicyAdditive || d.Reason != peerstatus.DriftDiffers
 			})
 			v.InSync = len(p.KV.Drift) == 0
 			for _, d := range p.KV.Drift {
 				v.Drift = append(v.Drift, fmt.Sprintf("%s/%s: %s", d.Namespace, d.Key, d.Reason))
 			}
-			v.Apply = !v.Satisfied && policy == peerstatus.PolicyOwned
+			v.Apply = !v.Satisfied
 			v.Blocks = !v.Satisfied
 		}
 		out[o] = v

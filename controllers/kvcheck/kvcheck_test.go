@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+
+	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
+	_ "github.com/kube-namesrv/kube-namesrv/controllers/internal/testflags"
 )
 
 func TestCheck(t *testing.T) {
@@ -32,9 +35,12 @@ func TestCheck(t *testing.T) {
 		{name: "hand-made drift under Additive: reported only, tolerated", policy: peerstatus.PolicyAdditive,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, InSync: true, Drift: drift}},
 			want: Verdict{Known: true, Delivered: true, Satisfied: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
-		{name: "a missing declared key under Additive blocks", policy: peerstatus.PolicyAdditive,
+		{name: "a missing declared key under Additive: applied again, no new clients meanwhile", policy: peerstatus.PolicyAdditive,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: []peerstatus.KVDrift{{Namespace: "n", Key: "k", Reason: peerstatus.DriftMissing}}}},
-			want: Verdict{Known: true, Delivered: true, Blocks: true}, like: "n/k: missing"},
+			want: Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}, like: "n/k: missing"},
+		{name: "hand-made drift under Exclusive: apply again", policy: peerstatus.PolicyExclusive,
+			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: want, Drift: drift}},
+			want: Verdict{Known: true, Delivered: true, Apply: true, Blocks: true}, like: "ORDER_TOPIC_CONFIG/TopicA: differs"},
 		{name: "an older declaration: waits for the kubelet, never forced", policy: peerstatus.PolicyOwned,
 			peer: Peer{Readable: true, KV: &peerstatus.KVStatus{Digest: "d0", InSync: true}},
 			want: Verdict{Known: true, Blocks: true}, like: "has not reached this peer yet"},

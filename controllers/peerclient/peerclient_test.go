@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+
+	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
+	_ "github.com/kube-namesrv/kube-namesrv/controllers/internal/testflags"
 )
 
 func serve(t *testing.T, h http.HandlerFunc) Target {

@@ -31,13 +31,17 @@ type Peer struct {
 	// Restarts counts its container restarts; a change means the process
 	// restarted with an empty route table.
 	Restarts int32
+	// ConfigMap is the ConfigMap its config volume mounts: the properties
+	// a restart of its container reads.
+	ConfigMap string
 }
 
-// Port names of the NameServer container, which the render package also
-// uses; repeated here so this package needs no other.
+// Port and volume names of the NameServer pods, which the render package
+// also uses; repeated here so this package needs no other.
 const (
 	remotingPortName = "remoting"
 	httpPortName     = "http"
+	configVolumeName = "config"
 )
 
 // Peers indexes the pods of a StatefulSet by ordinal. Pods whose name is not
@@ -70,6 +74,11 @@ func Peers(statefulSet string, pods []corev1.Pod) map[int32]Peer {
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			peer.Restarts += cs.RestartCount
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Name == configVolumeName && v.ConfigMap != nil {
+				peer.ConfigMap = v.ConfigMap.Name
+			}
 		}
 		out[ordinal] = peer
 	}

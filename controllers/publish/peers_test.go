@@ -19,7 +19,10 @@ func pod(name, ip string, ready bool, terminating bool) corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: "rev-1"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Ports: []corev1.ContainerPort{
 			{Name: "remoting", ContainerPort: 9876}, {Name: "http", ContainerPort: 8080},
-		}}}},
+		}}}, Volumes: []corev1.Volume{
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ns1-config-0123456789"}}}},
+		}},
 		Status: corev1.PodStatus{PodIP: ip, HostIP: "192.168.0.1", Conditions: []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 			{Type: corev1.PodReady, Status: status},
@@ -103,7 +106,8 @@ func TestPeersAndReadyIPs(t *testing.T) {
 }
 
 func peer(ready, terminating bool, ip string) Peer {
-	return Peer{Ready: ready, Terminating: terminating, IP: ip, HostIP: "192.168.0.1", Revision: "rev-1", RemotingPort: 9876, HTTPPort: 8080, Restarts: 2}
+	return Peer{Ready: ready, Terminating: terminating, IP: ip, HostIP: "192.168.0.1", Revision: "rev-1", RemotingPort: 9876, HTTPPort: 8080, Restarts: 2,
+		ConfigMap: "ns1-config-0123456789"}
 }
 
 func TestFingerprint(t *testing.T) {

@@ -23,10 +23,20 @@ type Input struct {
 	Drain time.Duration
 	// Current is the existing StatefulSet's spec.replicas, nil without one.
 	Current *int32
-	// Serving tells whether the peer of an ordinal can take clients now:
-	// its pod is ready and it was checked to hold every broker the other
-	// serving peers hold (or, when the operator cannot read it, ready).
-	Serving func(ordinal int32) bool
+	// Joinable tells whether the peer of an ordinal may join the client
+	// list now: its pod is ready and it was checked to hold every broker the
+	// other serving peers hold and the declared KV config (or, when the
+	// operator cannot read it, ready).
+	Joinable func(ordinal int32) bool
+	// Ready tells whether the pod of an ordinal is ready and not
+	// terminating: a listed peer that is ready answers clients, whatever
+	// its routes or KV config. It guards removals, Joinable only joins.
+	Ready func(ordinal int32) bool
+	// MayAnswer tells whether the peer of an ordinal may answer clients
+	// although its pod is not ready yet (the operator just opened its
+	// gate): such a peer is not removed as if it were silent. Nil for
+	// none.
+	MayAnswer func(ordinal int32) bool
 	// Now is the reconcile's time.
 	Now time.Time
 }
@@ -44,8 +54,8 @@ type Plan struct {
 	// reconciler is called again then, without polling.
 	RequeueAfter time.Duration
 	// Held is set while a scale-down waits: removing the peers above
-	// Desired would keep peers that do not serve (HeldFor) in place of
-	// peers that do.
+	// Desired would keep peers that answer no client (HeldFor) in place of
+	// peers that answer.
 	Held    bool
 	HeldFor []int32
 	// Waiting are the ordinals below Desired not in the client list yet.
@@ -58,16 +68,20 @@ func (p Plan) Draining() bool { return p.DrainStart != nil }
 // Decide computes the plan. The invariants it keeps:
 //   - the client list only names ordinals below the StatefulSet's replicas,
 //     so it never names a pod that is not meant to run;
-//   - an ordinal joins the client list only while it serves, whatever the
-//     ordinals below it do: one pending pod does not hide the ready ones
-//     above it, and the list may have gaps;
+//   - an ordinal joins the client list only while it is joinable and the
+//     StatefulSet (as read) keeps its pod, whatever the ordinals below it
+//     do: one pending pod does not hide the ready ones above it, and the
+//     list may have gaps;
 //   - a listed peer below Desired that restarts or turns unready stays
 //     listed: its name is stable, brokers and clients keep it, and its
 //     start-up route gate turns clients away until it serves again;
-//   - a scale-down never removes a serving peer while a peer that would
-//     remain does not serve: it is held until they do;
+//   - a scale-down never removes a peer that answers clients while a peer
+//     that would remain does not (not listed, or not ready): it is held
+//     until they all do. A peer that answers but lags behind in routes or
+//     KV config still answers: lag never lifts a hold;
 //   - on scale-down the list shrinks first and the StatefulSet follows only
-//     after the drain period, counted from the last shrink.
+//     after the drain period, counted from the last shrink; a scale-up
+//     during a drain ends it only once every running peer is listed again.
 func Decide(in Input) Plan {
 	plan := Plan{DrainStart: in.DrainStart}
 	var removed []int32
@@ -80,7 +94,10 @@ func Decide(in Input) Plan {
 		}
 	}
 	for o := range in.Desired {
-		if !kept[o] && in.Serving(o) {
+		// A peer joins only once the StatefulSet's spec as read keeps its
+		// pod: a scale-up the API server has yet to accept must not list
+		// a pod its controller is about to delete.
+		if !kept[o] && in.Current != nil && o < *in.Current && in.Joinable(o) {
 			kept[o] = true
 		}
 		if !kept[o] {
@@ -90,11 +107,11 @@ func Decide(in Input) Plan {
 
 	if len(removed) > 0 {
 		for o := range in.Desired {
-			if !in.Serving(o) {
+			if !kept[o] || !in.Ready(o) {
 				plan.HeldFor = append(plan.HeldFor, o)
 			}
 		}
-		plan.Held = len(plan.HeldFor) > 0 && slices.ContainsFunc(removed, in.Serving)
+		plan.Held = len(plan.HeldFor) > 0 && slices.ContainsFunc(removed, func(o int32) bool { return in.Ready(o) || in.MayAnswer != nil && in.MayAnswer(o) })
 		if plan.Held {
 			for _, o := range removed {
 				kept[o] = true
@@ -120,9 +137,25 @@ func Decide(in Input) Plan {
 
 	plan.Replicas = in.Desired
 	switch {
-	case in.Current == nil || *in.Current <= in.Desired:
-		// Nothing beyond Desired runs: no drain is needed any more.
+	case in.Current == nil:
 		plan.DrainStart = nil
+	case *in.Current <= in.Desired:
+		// Nothing beyond Desired runs. A drain still times the peers that
+		// left the list during it and were not listed again: a scale-down
+		// before its end must not take them for never-listed ones.
+		end := time.Time{}
+		if plan.DrainStart != nil {
+			end = plan.DrainStart.Add(in.Drain)
+		}
+		relisted := true
+		for o := range *in.Current {
+			relisted = relisted && kept[o]
+		}
+		if relisted || !in.Now.Before(end) {
+			plan.DrainStart = nil
+		} else {
+			plan.RequeueAfter = end.Sub(in.Now)
+		}
 	case plan.Held:
 		plan.Replicas = *in.Current
 	case plan.DrainStart != nil:

@@ -1,7 +1,12 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -14,7 +19,7 @@ import (
 // (it registers with each entry of its list), hence per-pod names through
 // the headless Service.
 func PeerHost(c *v1alpha1.NameServerCluster, o Options, ordinal int32) string {
-	return fmt.Sprintf("%s.%s.%s.svc.%s", PodName(c, ordinal), HeadlessServiceName(c), c.Namespace, o.ClusterDomain)
+	return PodName(c, ordinal) + "." + HeadlessServiceName(c) + "." + c.Namespace + ".svc." + o.ClusterDomain
 }
 
 // PeerAddress is a peer's stable name with a remoting port: the port its pod
@@ -90,4 +95,18 @@ func AddressConfigMap(c *v1alpha1.NameServerCluster, namespace, name string, dat
 		cm.WithOwnerReferences(ownerReference(c))
 	}
 	return cm
+}
+
+// DataDigest identifies a ConfigMap's data: equal data, equal digest.
+func DataDigest(data map[string]string) string {
+	h := sha256.New()
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		b = strconv.AppendInt(b[:0], int64(len(k)), 10)
+		b = append(append(append(b, ':'), k...), ' ')
+		b = strconv.AppendInt(b, int64(len(data[k])), 10)
+		b = append(append(b, ':'), data[k]...)
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

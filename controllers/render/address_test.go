@@ -334,3 +334,21 @@ func TestAddressConfigMapNames(t *testing.T) {
 		})
 	}
 }
+
+func TestDataDigest(t *testing.T) {
+	a := map[string]string{"namesrvAddr": "a:1;b:1", "NAMESRV_ADDR": "a:1;b:1"}
+	same := map[string]string{"NAMESRV_ADDR": "a:1;b:1", "namesrvAddr": "a:1;b:1"}
+	if DataDigest(a) != DataDigest(same) {
+		t.Error("the same data in another order gives another digest")
+	}
+	for name, other := range map[string]map[string]string{
+		"a value":                 {"namesrvAddr": "a:1;b:2", "NAMESRV_ADDR": "a:1;b:1"},
+		"a key":                   {"namesrvAddr": "a:1;b:1", "NAMESRV_ADDRS": "a:1;b:1"},
+		"key and value run along": {"namesrvAddr": "a:1;b:1", "NAMESRV_ADDR": "a:1;b:1", "": ""},
+		"one key fewer":           {"namesrvAddr": "a:1;b:1"},
+	} {
+		if DataDigest(a) == DataDigest(other) {
+			t.Errorf("%s changed and the digest did not", name)
+		}
+	}
+}

@@ -4,16 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 )
 
 // Properties the operator renders unless spec.config sets them.
@@ -59,53 +59,12 @@ func Properties(c *v1alpha1.NameServerCluster) string {
 	for k, v := range c.Spec.Config {
 		props[k] = string(v)
 	}
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(escapePropertyValue(props[k]))
-		b.WriteByte('\n')
+	list := make([]config.Property, 0, len(props))
+	for k, v := range props {
+		list = append(list, config.Property{Key: k, Value: v})
 	}
+	b.Write(config.FormatProperties(list))
 	return b.String()
-}
-
-// escapePropertyValue escapes a value the way java.util.Properties.store
-// does, so that any text (newlines, backslashes, non-Latin-1 characters)
-// reads back unchanged; keys need none, the CRD limits them to
-// [A-Za-z0-9_.-].
-func escapePropertyValue(v string) string {
-	var b strings.Builder
-	for i, r := range v {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == ' ' && i == 0:
-			b.WriteString(`\ `)
-		case r < 0x20 || r > 0x7e:
-			for _, u := range utf16Units(r) {
-				fmt.Fprintf(&b, `\u%04X`, u)
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// utf16Units splits a rune into the UTF-16 code units Java's \u escapes use.
-func utf16Units(r rune) []rune {
-	if r < 0x10000 {
-		return []rune{r}
-	}
-	r -= 0x10000
-	return []rune{0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF}
 }
 
 // ConfigChecksum identifies the rendered properties; it is a pod template
@@ -117,8 +76,32 @@ func ConfigChecksum(c *v1alpha1.NameServerCluster) string {
 
 // ConfigConfigMap holds namesrv.properties, mounted read-only at /etc/namesrv.
 func ConfigConfigMap(c *v1alpha1.NameServerCluster) *corev1ac.ConfigMapApplyConfiguration {
+	labels := Labels(c)
+	labels[LabelConfig] = ConfigChecksum(c)[:10]
 	return corev1ac.ConfigMap(ConfigMapName(c), c.Namespace).
-		WithLabels(Labels(c)).
+		WithLabels(labels).
 		WithOwnerReferences(ownerReference(c)).
 		WithData(map[string]string{ConfigKey: Properties(c)})
+}
+
+// defaultConfig is the NameServer's configuration before any property is
+// read, built once: validation copies it.
+var defaultConfig = sync.OnceValue(config.Default)
+
+// ValidateConfig reads the rendered properties with the NameServer's own
+// parser, as every peer reads them when it starts, and returns what it
+// refuses: a value that does not parse as its property's kind, one out of
+// range, or a combination that would stop the NameServer. Unknown keys are
+// accepted, as the NameServer accepts them.
+func ValidateConfig(c *v1alpha1.NameServerCluster) error {
+	props, err := config.ParseProperties([]byte(Properties(c)))
+	if err != nil {
+		return err
+	}
+	cfg := *defaultConfig()
+	if _, err := cfg.Apply(props); err != nil {
+		return err
+	}
+	cfg.ListenPort = int(c.Spec.Ports.Remoting)
+	return cfg.Validate()
 }

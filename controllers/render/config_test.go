@@ -187,14 +187,54 @@ func TestConfigConfigMap(t *testing.T) {
 		c.Spec.Config = map[string]v1alpha1.ConfigValue{"orderMessageEnable": "true"}
 	})
 	cm := typed[corev1.ConfigMap](t, ConfigConfigMap(c))
-	if cm.Name != "ns1-config" || cm.Namespace != "mq" {
-		t.Errorf("name = %s/%s, want mq/ns1-config", cm.Namespace, cm.Name)
+	if want := "ns1-config-" + ConfigChecksum(c)[:10]; cm.Name != want || cm.Namespace != "mq" || cm.Labels[LabelConfig] != ConfigChecksum(c)[:10] {
+		t.Errorf("name = %s/%s, labels %v; want mq/%s labelled with its checksum", cm.Namespace, cm.Name, cm.Labels, want)
+	}
+	other := cluster(func(c *v1alpha1.NameServerCluster) {
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{"orderMessageEnable": "false"}
+	})
+	if ConfigMapName(other) == cm.Name {
+		t.Errorf("two configs share the ConfigMap %s: an old pod would read the new one", cm.Name)
+	}
+	if name := typed[corev1.ConfigMap](t, ConfigConfigMap(c)).Name; name != cm.Name {
+		t.Errorf("the same config renders ConfigMaps %s and %s", cm.Name, name)
 	}
 	if len(cm.Data) != 1 || !strings.Contains(cm.Data["namesrv.properties"], "\norderMessageEnable=true\n") {
 		t.Errorf("data = %q, want only namesrv.properties with the entry", cm.Data)
 	}
+	delete(cm.Labels, LabelConfig)
 	checkLabels(t, cm.Labels)
 	checkOwner(t, cm.OwnerReferences)
+}
+
+func TestValidateConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		config map[string]v1alpha1.ConfigValue
+		want   string
+	}{
+		{name: "nothing set"},
+		{name: "known keys with good values", config: map[string]v1alpha1.ConfigValue{"orderMessageEnable": "true", "scanNotActiveBrokerInterval": "6000"}},
+		{name: "an unknown key, as the NameServer accepts it", config: map[string]v1alpha1.ConfigValue{"somethingNew": "x"}},
+		{name: "a number that is not one", config: map[string]v1alpha1.ConfigValue{"scanNotActiveBrokerInterval": "5s"},
+			want: `invalid value "5s" for property scanNotActiveBrokerInterval: want a decimal long`},
+		{name: "a boolean that is not one", config: map[string]v1alpha1.ConfigValue{"orderMessageEnable": "yes"},
+			want: `invalid value "yes" for property orderMessageEnable: want true or false`},
+		{name: "out of range", config: map[string]v1alpha1.ConfigValue{"scanNotActiveBrokerInterval": "0"},
+			want: "scanNotActiveBrokerInterval"},
+		{name: "a gate that could never open", config: map[string]v1alpha1.ConfigValue{"routeGateTimeoutSeconds": "0"},
+			want: "routeGateTimeoutSeconds"},
+		{name: "an extra port that is the remoting port", config: map[string]v1alpha1.ConfigValue{"extraListenPorts": "9876"},
+			want: "port 9876 is listed twice or is listenPort"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateConfig(cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Config = tt.config }))
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("ValidateConfig() = %v, want %q", err, tt.want)
+			}
+		})
+	}
 }
 
 func checkLabels(t *testing.T, got map[string]string) {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"net"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,8 +18,9 @@ import (
 // alone, by the pod-name label the StatefulSet controller sets, so each
 // external address reaches exactly one NameServer, as RocketMQ expects.
 // Not-ready pods are published: a broker must reach a starting peer to
-// register with it before it can serve.
-func ExternalService(c *v1alpha1.NameServerCluster, ordinal int32) *corev1ac.ServiceApplyConfiguration {
+// register with it before it can serve. During a remoting port change it
+// keeps the old ports (oldRemoting) as well.
+func ExternalService(c *v1alpha1.NameServerCluster, ordinal int32, oldRemoting []int32) *corev1ac.ServiceApplyConfiguration {
 	ea := c.Spec.ExternalAccess
 	typ := corev1.ServiceTypeLoadBalancer
 	if ea.Type == v1alpha1.ExternalNodePort {
@@ -40,7 +42,8 @@ func ExternalService(c *v1alpha1.NameServerCluster, ordinal int32) *corev1ac.Ser
 		WithPublishNotReadyAddresses(true).
 		WithExternalTrafficPolicy(policy).
 		WithPorts(corev1ac.ServicePort().WithName(RemotingPortName).WithProtocol(corev1.ProtocolTCP).
-			WithPort(c.Spec.Ports.Remoting).WithTargetPort(intstr.FromString(RemotingPortName)))
+			WithPort(c.Spec.Ports.Remoting).WithTargetPort(intstr.FromString(RemotingPortName))).
+		WithPorts(oldRemotingPorts(oldRemoting)...)
 	if typ == corev1.ServiceTypeLoadBalancer && ea.LoadBalancerClass != nil {
 		spec.WithLoadBalancerClass(*ea.LoadBalancerClass)
 	}
@@ -56,13 +59,17 @@ func ExternalService(c *v1alpha1.NameServerCluster, ordinal int32) *corev1ac.Ser
 
 // ExternalAddress is where a peer's external Service is reached, "" while
 // it is not known yet: the load balancer's first ingress address and the
-// Service port, or for a node port the configured host (else the node the
-// peer runs on) and the node port.
+// Service's remoting port, or for a node port the configured host (else the
+// node the peer runs on) and the node port.
 func ExternalAddress(c *v1alpha1.NameServerCluster, svc *corev1.Service, hostIP string) string {
-	if c.Spec.ExternalAccess == nil || svc == nil || len(svc.Spec.Ports) == 0 {
+	if c.Spec.ExternalAccess == nil || svc == nil {
 		return ""
 	}
-	port := svc.Spec.Ports[0]
+	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == RemotingPortName })
+	if i < 0 {
+		return ""
+	}
+	port := svc.Spec.Ports[i]
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeLoadBalancer:
 		for _, in := range svc.Status.LoadBalancer.Ingress {

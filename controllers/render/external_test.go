@@ -1,7 +1,9 @@
 package render
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ func TestExternalService(t *testing.T) {
 		name            string
 		access          v1alpha1.ExternalAccessSpec
 		remoting        int32
+		old             []int32
 		ordinal         int32
 		wantType        corev1.ServiceType
 		wantPolicy      corev1.ServiceExternalTrafficPolicy
@@ -32,6 +35,10 @@ func TestExternalService(t *testing.T) {
 			remoting: 10911, ordinal: 2,
 			wantType: corev1.ServiceTypeLoadBalancer, wantPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 			wantClass: ptr.To("lb.example/internal"), wantAnnotations: map[string]string{"lb.example/scheme": "internal"},
+		},
+		{
+			name: "during a move from 9876 and 9877, the old ports stay, forwarded to the same pod ports", remoting: 9878, old: []int32{9876, 9877}, ordinal: 0,
+			wantType: corev1.ServiceTypeLoadBalancer, wantPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 		},
 		{
 			name:   "node port on the peer's node keeps the traffic local",
@@ -51,7 +58,7 @@ func TestExternalService(t *testing.T) {
 				c.Spec.ExternalAccess = &tt.access
 				c.Spec.Ports.Remoting = tt.remoting
 			})
-			svc := typed[corev1.Service](t, ExternalService(c, tt.ordinal))
+			svc := typed[corev1.Service](t, ExternalService(c, tt.ordinal, tt.old))
 			if want := ExternalServiceName(c, tt.ordinal); svc.Name != want || svc.Namespace != "mq" {
 				t.Errorf("name = %s/%s, want mq/%s", svc.Namespace, svc.Name, want)
 			}
@@ -73,8 +80,11 @@ func TestExternalService(t *testing.T) {
 				t.Errorf("selector = %v, want %v", s.Selector, wantSelector)
 			}
 			wantPorts := []corev1.ServicePort{{Name: "remoting", Protocol: corev1.ProtocolTCP, Port: tt.remoting, TargetPort: intstr.FromString("remoting")}}
-			if len(s.Ports) != 1 || s.Ports[0] != wantPorts[0] {
-				t.Errorf("ports = %+v, want only %+v", s.Ports, wantPorts)
+			for _, p := range tt.old {
+				wantPorts = append(wantPorts, corev1.ServicePort{Name: fmt.Sprint("remoting-", p), Protocol: corev1.ProtocolTCP, Port: p, TargetPort: intstr.FromInt32(p)})
+			}
+			if !slices.Equal(s.Ports, wantPorts) {
+				t.Errorf("ports = %+v, want %+v", s.Ports, wantPorts)
 			}
 			if s.ClusterIP != "" || len(s.ExternalIPs) != 0 || s.HealthCheckNodePort != 0 {
 				t.Errorf("clusterIP=%q externalIPs=%v healthCheckNodePort=%d: fields the API server owns were set", s.ClusterIP, s.ExternalIPs, s.HealthCheckNodePort)
@@ -139,8 +149,15 @@ func TestExternalAddress(t *testing.T) {
 			svc: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}}, want: "",
 		},
 		{
+			name: "during a port move the remoting port is the one named so, not the first", access: lbAccess,
+			svc: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
+				{Name: "remoting-9876", Port: 9876}, {Name: "remoting", Port: 9877}}},
+				Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}}}},
+			want: "192.0.2.10:9877",
+		},
+		{
 			name: "a Service of another type", access: npAccess, hostIP: "10.0.0.5",
-			svc: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Port: 9876}}}}, want: "",
+			svc: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Name: "remoting", Port: 9876}}}}, want: "",
 		},
 	}
 	for _, tt := range tests {

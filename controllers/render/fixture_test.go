@@ -9,6 +9,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+
+	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
+	_ "github.com/kube-namesrv/kube-namesrv/controllers/internal/testflags"
 )
 
 var testOptions = Options{ClusterDomain: "cluster.local", DefaultImage: "kube-namesrv/kube-namesrv:v9.9.9"}

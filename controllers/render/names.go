@@ -27,6 +27,10 @@ const (
 	// AnnotationConfigChecksum on the pod template changes with the rendered
 	// properties, so a config change rolls the pods.
 	AnnotationConfigChecksum = "rocketmq.kube-namesrv.io/config-checksum"
+	// LabelConfig marks a config ConfigMap with the checksum of the
+	// properties it holds: each revision of spec.config has a ConfigMap of
+	// its own, which the operator deletes once no pod mounts it.
+	LabelConfig = "rocketmq.kube-namesrv.io/config"
 
 	AppName   = "namesrv"
 	ManagedBy = "kube-namesrv"
@@ -98,8 +102,18 @@ func HeadlessServiceName(c *v1alpha1.NameServerCluster) string { return c.Name +
 // ClientServiceName balances over the ready peers.
 func ClientServiceName(c *v1alpha1.NameServerCluster) string { return c.Name }
 
-// ConfigMapName holds namesrv.properties.
-func ConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-config" }
+// ConfigMapName holds namesrv.properties as spec.config renders it now:
+// <name>-config-<the checksum's first 10 hex digits>. Pods keep the
+// ConfigMap of the template they were created from, so a container restart
+// of a pod the roll has not reached yet reads the properties it started
+// with, not the new ones.
+func ConfigMapName(c *v1alpha1.NameServerCluster) string {
+	return LegacyConfigMapName(c) + "-" + ConfigChecksum(c)[:10]
+}
+
+// LegacyConfigMapName is the one config ConfigMap of earlier releases,
+// which every pod shared; it is deleted once no pod mounts it.
+func LegacyConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-config" }
 
 // KVConfigMapName holds the declared-KV file rendered from spec.kvConfig.
 func KVConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-kv" }
@@ -111,7 +125,7 @@ func ExternalServiceName(c *v1alpha1.NameServerCluster, ordinal int32) string {
 
 // PodName is the name of the pod of an ordinal.
 func PodName(c *v1alpha1.NameServerCluster, ordinal int32) string {
-	return fmt.Sprintf("%s-%d", StatefulSetName(c), ordinal)
+	return StatefulSetName(c) + "-" + strconv.Itoa(int(ordinal))
 }
 
 // PodDisruptionBudgetName is the PDB's name.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +59,7 @@ func TestClientService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			svc := typed[corev1.Service](t, ClientService(cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Service = tt.spec })))
+			svc := typed[corev1.Service](t, ClientService(cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Service = tt.spec }), OldPorts{}))
 			if svc.Name != "ns1" || svc.Spec.Type != tt.wantType || svc.Spec.ClusterIP != "" || svc.Spec.PublishNotReadyAddresses {
 				t.Errorf("service %s: type=%q clusterIP=%q publishNotReady=%v", svc.Name, svc.Spec.Type, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
 			}
@@ -69,5 +70,23 @@ func TestClientService(t *testing.T) {
 			checkLabels(t, svc.Labels)
 			checkOwner(t, svc.OwnerReferences)
 		})
+	}
+}
+
+// While a port change drains, the client Service keeps the old ports: an
+// old remoting port forwards to the same port of the pods (the main port of
+// those not restarted yet, an extra port of the others), an old HTTP port
+// to each pod's own HTTP port.
+func TestClientServiceKeepsOldPorts(t *testing.T) {
+	c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Ports = v1alpha1.Ports{Remoting: 9877, HTTP: 8081} })
+	svc := typed[corev1.Service](t, ClientService(c, OldPorts{Remoting: []int32{9876}, HTTP: []int32{8080}}))
+	want := []corev1.ServicePort{
+		{Name: "remoting", Protocol: corev1.ProtocolTCP, Port: 9877, TargetPort: intstr.FromString("remoting")},
+		{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8081, TargetPort: intstr.FromString("http")},
+		{Name: "remoting-9876", Protocol: corev1.ProtocolTCP, Port: 9876, TargetPort: intstr.FromInt32(9876)},
+		{Name: "http-8080", Protocol: corev1.ProtocolTCP, Port: 8080, TargetPort: intstr.FromString("http")},
+	}
+	if !slices.Equal(svc.Spec.Ports, want) {
+		t.Errorf("ports = %+v\nwant %+v", svc.Spec.Ports, want)
 	}
 }

@@ -418,12 +418,15 @@ func extraContainerPorts(ports []int32) []*corev1ac.ContainerPortApplyConfigurat
 	return out
 }
 
-// ExtraPortsOf reads the extra remoting ports a rendered pod template
-// carries (the --extra-listen-ports flag), nil when it has none.
-func ExtraPortsOf(args []string) []int32 {
+// ListenPortsOf reads the remoting ports a rendered pod template serves:
+// its --listen-port and its --extra-listen-ports.
+func ListenPortsOf(args []string) []int32 {
 	var out []int32
 	for _, a := range args {
 		v, ok := strings.CutPrefix(a, "--extra-listen-ports=")
+		if !ok {
+			v, ok = strings.CutPrefix(a, "--listen-port=")
+		}
 		if !ok {
 			continue
 		}

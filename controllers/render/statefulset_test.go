@@ -139,7 +139,7 @@ func TestStatefulSetDefaults(t *testing.T) {
 	for _, v := range pod.Volumes {
 		vols[v.Name] = v.VolumeSource
 	}
-	if cm := vols["config"].ConfigMap; cm == nil || cm.Name != "ns1-config" || cm.Optional != nil {
+	if cm := vols["config"].ConfigMap; cm == nil || cm.Name != ConfigMapName(cluster()) || cm.Optional != nil {
 		t.Errorf("config volume = %+v", vols["config"])
 	}
 	for _, v := range []struct{ volume, configMap string }{
@@ -324,7 +324,7 @@ func TestStatefulSetSpecKnobs(t *testing.T) {
 						names[v.Name] = v.ConfigMap.Name
 					}
 				}
-				want := map[string]string{"config": "ns1-config", "namesrv-addr": "addr", "namesrv-broker-addr": "addr-brokers", "namesrv-kv": "ns1-kv"}
+				want := map[string]string{"config": ConfigMapName(cluster()), "namesrv-addr": "addr", "namesrv-broker-addr": "addr-brokers", "namesrv-kv": "ns1-kv"}
 				if !maps.Equal(names, want) {
 					t.Errorf("ConfigMap volumes = %v, want %v", names, want)
 				}
@@ -566,5 +566,21 @@ func TestStatefulSetTLS(t *testing.T) {
 				t.Errorf("pod annotations = %v, want only the checksum of the config without TLS", a)
 			}
 		})
+	}
+}
+
+func TestListenPortsOf(t *testing.T) {
+	c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.Ports.Remoting = 9877 })
+	for _, tt := range []struct {
+		extra []int32
+		want  []int32
+	}{
+		{nil, []int32{9877}},
+		{[]int32{9876}, []int32{9877, 9876}},
+		{[]int32{9876, 9878}, []int32{9877, 9876, 9878}},
+	} {
+		if got := ListenPortsOf(Args(c, tt.extra...)); !slices.Equal(got, tt.want) {
+			t.Errorf("ListenPortsOf(Args(%v)) = %v, want %v", tt.extra, got, tt.want)
+		}
 	}
 }

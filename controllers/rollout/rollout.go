@@ -20,9 +20,22 @@ type Peer struct {
 	Updated bool
 	// Listed tells whether the peer is in the client list.
 	Listed bool
-	// Serving: ready and route-complete (see publish.Input.Serving).
-	Serving bool
+	// Ready tells whether its pod is ready and not terminating: its
+	// start-up gate is open. A listed peer that is ready answers clients,
+	// whatever its routes or KV config: those decide when a peer may join
+	// the list, never whether restarting it takes answers away.
+	Ready bool
+	// MayAnswer is set for a peer whose pod is not ready yet that may
+	// answer already (the operator just opened its gate): it is not
+	// restarted as a silent peer, nor counted on.
+	MayAnswer bool
 }
+
+// answers tells whether clients get answers from the peer now.
+func (p Peer) answers() bool { return p.Listed && p.Ready }
+
+// silent tells whether restarting the peer takes nothing from clients.
+func (p Peer) silent() bool { return !p.Listed || !p.Ready && !p.MayAnswer }
 
 // Input is what the decision depends on.
 type Input struct {
@@ -35,6 +48,10 @@ type Input struct {
 	Paused bool
 	// MaxUnavailable is the PodDisruptionBudget's, resolved to a count.
 	MaxUnavailable int32
+	// ListsSettled tells whether every client list is known to hold the
+	// listed peers (no write of one is pending or refused): only then do
+	// the listed peers that are ready answer clients for sure.
+	ListsSettled bool
 }
 
 // Decision is at most one pod to restart now, or why none is.
@@ -57,11 +74,12 @@ func (d Decision) InProgress() bool { return len(d.Outdated) > 0 }
 //   - nothing happens while paused;
 //   - one peer at a time: nothing happens while a pod is terminating or
 //     missing (its replacement is starting);
-//   - an outdated peer that does not serve goes first, highest ordinal
-//     first: restarting it takes nothing from clients;
-//   - an outdated peer that serves goes only when every other listed peer
-//     serves, and when at least replicas - maxUnavailable peers would still
-//     serve without it.
+//   - an outdated peer that answers no client (not listed, or not ready)
+//     goes first, highest ordinal first: restarting it takes nothing from
+//     clients;
+//   - an outdated peer that answers goes only when every other listed peer
+//     answers, every client list is known to hold the listed peers, and at
+//     least replicas - maxUnavailable peers would still answer without it.
 func Decide(in Input) Decision {
 	d := Decision{Restart: -1}
 	var busy []int32
@@ -87,31 +105,35 @@ func Decide(in Input) Decision {
 	}
 
 	for _, o := range slices.Backward(d.Outdated) {
-		if !in.Peers[o].Serving {
+		if in.Peers[o].silent() {
 			d.Restart = o
 			return d
 		}
 	}
 
-	serving := int32(0)
-	var notServing []int32
+	answering := int32(0)
+	var silent []int32
 	for o, p := range in.Peers {
 		if o >= in.Desired {
 			continue
 		}
-		if p.Serving {
-			serving++
+		if p.answers() {
+			answering++
 		} else if p.Listed {
-			notServing = append(notServing, o)
+			silent = append(silent, o)
 		}
 	}
-	if len(notServing) > 0 {
-		slices.Sort(notServing)
-		d.Waiting = fmt.Sprintf("waiting for listed %s to be ready and route-complete", ordinalList(notServing))
+	if len(silent) > 0 {
+		slices.Sort(silent)
+		d.Waiting = fmt.Sprintf("waiting for listed %s to be ready", ordinalList(silent))
 		return d
 	}
-	if floor := in.Desired - in.MaxUnavailable; serving-1 < floor {
-		d.Waiting = fmt.Sprintf("waiting for %d peers to serve: restarting one now would leave %d, fewer than replicas - maxUnavailable (%d)", floor+1, serving-1, floor)
+	if !in.ListsSettled {
+		d.Waiting = "waiting for every address ConfigMap to hold the client list"
+		return d
+	}
+	if floor := in.Desired - in.MaxUnavailable; answering-1 < floor {
+		d.Waiting = fmt.Sprintf("waiting for %d peers to answer clients: restarting one now would leave %d, fewer than replicas - maxUnavailable (%d)", floor+1, answering-1, floor)
 		return d
 	}
 	d.Restart = d.Outdated[len(d.Outdated)-1]

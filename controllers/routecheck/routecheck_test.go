@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
+
+	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
+	_ "github.com/kube-namesrv/kube-namesrv/controllers/internal/testflags"
 )
 
 var (

@@ -146,10 +146,15 @@ which tells what the remoting protocol cannot: when the process started, the
 state of its start-up route gate, the digest of its live brokers with their
 DataVersions (equal digests: the same brokers at the same versions), and the
 declared KV's state. Brokers whose registration or DataVersion differs
-between peers are listed.`,
+between peers are listed. A NameServer whose HTTP port needs a credential
+for reads (httpAuthScope=all) takes a bearer token (--http-token-file) or,
+over HTTPS (--https), a client certificate holding the read role (--tls-cert,
+--tls-key).`,
 		new: func(fs *pflag.FlagSet) runner {
 			c := &peerStatus{fs: fs}
 			fs.IntVar(&c.httpPort, "http-port", 8080, "the NameServers' HTTP port")
+			fs.BoolVar(&c.https, "https", false, "read the HTTP port over TLS (namesrv httpTLSMode permissive or enforcing), with the --tls-* flags' CA and client certificate")
+			fs.StringVar(&c.tokenFile, "http-token-file", "", "file whose first line is the bearer token to present (namesrv httpAuthTokenFile)")
 			return c
 		},
 	},

@@ -1,17 +1,19 @@
 package nsadmin
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
-	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
 )
 
 // What Java NameServers put on the wire (fastjson's legacy dialect: integer
-// map keys bare), and what this repository's NameServer encodes.
+// map keys bare), in Java's hash order.
 const (
 	javaClusterInfo = `{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false},"broker-b":{"brokerAddrs":{0:"10.0.0.3:10911"},"brokerName":"broker-b","cluster":"DefaultCluster","zoneName":"z1"}},"clusterAddrTable":{"DefaultCluster":["broker-b","broker-a"]}}`
 	javaRoute       = `{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.3:10911"},"brokerName":"broker-b","cluster":"DefaultCluster"},{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}],"filterServerTable":{"10.0.0.1:10911":["10.0.0.1:10921"]},"orderTopicConf":"broker-a:4","queueDatas":[{"brokerName":"broker-b","perm":4,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4},{"brokerName":"broker-a","perm":6,"readQueueNums":8,"topicSynFlag":1,"writeQueueNums":8}]}`
@@ -19,85 +21,100 @@ const (
 	javaKVTable     = `{"table":{"TopicA":"broker-a:4","n":5}}`
 )
 
+// TestDecodeJavaAnswers: nsadmin reads Java's answers into namesrv/body's
+// types, a route's brokers and queues sorted by broker name for comparing
+// and printing.
 func TestDecodeJavaAnswers(t *testing.T) {
-	ci, err := DecodeClusterInfo([]byte(javaClusterInfo))
+	ci, err := decodeClusterInfo([]byte(javaClusterInfo))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCI := &ClusterInfo{
-		BrokerAddrTable: map[string]BrokerData{
-			"broker-a": {Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}},
-			"broker-b": {Cluster: "DefaultCluster", BrokerName: "broker-b", BrokerAddrs: map[int64]string{0: "10.0.0.3:10911"}, ZoneName: "z1"},
+	wantCI := &body.ClusterInfo{
+		Brokers: []*body.BrokerData{
+			{Cluster: "DefaultCluster", BrokerName: "broker-a", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.1:10911"}, {ID: 1, Addr: "10.0.0.2:10911"}}, Modern: true},
+			{Cluster: "DefaultCluster", BrokerName: "broker-b", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.3:10911"}}, ZoneName: "z1"},
 		},
-		ClusterAddrTable: map[string][]string{"DefaultCluster": {"broker-a", "broker-b"}},
+		Clusters: []body.ClusterMembers{{Cluster: "DefaultCluster", BrokerNames: []string{"broker-a", "broker-b"}}},
 	}
 	if !reflect.DeepEqual(ci, wantCI) {
-		t.Errorf("cluster info\n got %+v\nwant %+v", ci, wantCI)
+		t.Errorf("cluster info\n got %s\nwant %s", body.AppendClusterInfo(nil, ci), body.AppendClusterInfo(nil, wantCI))
 	}
 
-	rd, err := DecodeTopicRouteData([]byte(javaRoute))
+	rd, err := decodeRoute([]byte(javaRoute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRD := &TopicRouteData{
-		OrderTopicConf: "broker-a:4",
-		BrokerDatas: []BrokerData{
-			{Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: "10.0.0.1:10911"}},
-			{Cluster: "DefaultCluster", BrokerName: "broker-b", BrokerAddrs: map[int64]string{0: "10.0.0.3:10911"}},
+	wantRD := &body.TopicRouteData{
+		OrderTopicConf: "broker-a:4", HasOrderConf: true,
+		BrokerDatas: []*body.BrokerData{
+			{Cluster: "DefaultCluster", BrokerName: "broker-a", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.1:10911"}}},
+			{Cluster: "DefaultCluster", BrokerName: "broker-b", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.3:10911"}}},
 		},
-		QueueDatas: []QueueData{
+		QueueDatas: []body.QueueData{
 			{BrokerName: "broker-a", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6, TopicSysFlag: 1},
 			{BrokerName: "broker-b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 4},
 		},
-		FilterServerTable: map[string][]string{"10.0.0.1:10911": {"10.0.0.1:10921"}},
+		FilterServers: body.FilterServerTable{{BrokerAddr: "10.0.0.1:10911", Servers: []string{"10.0.0.1:10921"}}},
 	}
 	if !reflect.DeepEqual(rd, wantRD) {
-		t.Errorf("route\n got %+v\nwant %+v", rd, wantRD)
+		t.Errorf("route\n got %s\nwant %s", body.AppendTopicRouteData(nil, rd, 0), body.AppendTopicRouteData(nil, wantRD, 0))
 	}
 
-	topics, err := DecodeTopicList([]byte(javaTopicList))
+	topics, err := decodeTopics([]byte(javaTopicList))
 	if err != nil || !reflect.DeepEqual(topics, []string{"TopicA", "TopicB"}) {
 		t.Errorf("topic list %q, %v", topics, err)
 	}
-	kv, err := DecodeKVTable([]byte(javaKVTable))
+	kv, err := decodeKVTable([]byte(javaKVTable))
 	if err != nil || !maps.Equal(kv, map[string]string{"TopicA": "broker-a:4", "n": "5"}) {
 		t.Errorf("KV table %v, %v", kv, err)
 	}
 }
 
-// TestDecodeWhatNamesrvEncodes reads back the bodies of this repository's
-// NameServer, in both dialects.
-func TestDecodeWhatNamesrvEncodes(t *testing.T) {
-	bd := &body.BrokerData{Cluster: "c", BrokerName: "b", Addrs: []body.BrokerAddr{{ID: 0, Addr: "10.0.0.1:10911"}, {ID: 2, Addr: "10.0.0.2:10911"}}, Modern: true}
-	ci, err := DecodeClusterInfo(body.AppendClusterInfo(nil, &body.ClusterInfo{Brokers: []*body.BrokerData{bd}, Clusters: []body.ClusterMembers{{Cluster: "c", BrokerNames: []string{"b"}}}}))
+// TestRouteJSON: topicRoute -o json prints each peer's route with the
+// Java field names, in the shape nsadmin has always printed
+// (testdata/topicRoute.json): brokerAddrs and filterServerTable as objects,
+// orderTopicConf and zoneName only when set, and neither
+// enableActingMaster nor the static-topic mappings.
+func TestRouteJSON(t *testing.T) {
+	var routes []PeerRoute
+	for i, answer := range []string{
+		`{"brokerDatas":[{"brokerAddrs":{"10":"10.0.0.9:10911","2":"10.0.0.2:10911",0:"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"C<&>","enableActingMaster":true,"zoneName":"zone-é"},{"brokerAddrs":{},"brokerName":"broker-0","cluster":"C"}],` +
+			`"filterServerTable":{"10.0.0.1:10911":["f:1","f:2"],"a:1":[]},"orderTopicConf":"broker-a:4","queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":8,"topicSysFlag":1,"writeQueueNums":8},{"brokerName":"broker-0","perm":2,"readQueueNums":1,"topicSynFlag":3,"writeQueueNums":1}],` +
+			`"topicQueueMappingByBroker":{"broker-a":{"bname":"broker-a","currIdMap":{0:0},"epoch":3}}}`,
+		javaRoute,
+		"",
+		`{"queueDatas":[],"brokerDatas":[]}`,
+		`{}`,
+	} {
+		pr := PeerRoute{Addr: string(rune('a' + i))}
+		if answer != "" {
+			rd, err := decodeRoute([]byte(answer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr.Route = rd
+		}
+		routes = append(routes, pr)
+	}
+	got, err := json.MarshalIndent(&topicRouteReport{base: onePeer(), Topic: "T", Routes: routes}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ci.BrokerAddrTable["b"].BrokerAddrs; !maps.Equal(got, map[int64]string{0: "10.0.0.1:10911", 2: "10.0.0.2:10911"}) {
-		t.Errorf("addrs %v", got)
+	want, err := os.ReadFile(filepath.Join("testdata", "topicRoute.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, d := range []fjson.Dialect{fjson.Legacy, fjson.Standard} {
-		route := &body.TopicRouteData{QueueDatas: []body.QueueData{{BrokerName: "b/é", ReadQueueNums: 3, WriteQueueNums: 2, Perm: 6}}, BrokerDatas: []*body.BrokerData{bd}}
-		rd, err := DecodeTopicRouteData(body.AppendTopicRouteData(nil, route, d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q := rd.QueueDatas[0]; q.BrokerName != "b/é" || q.ReadQueueNums != 3 || q.WriteQueueNums != 2 || q.Perm != 6 {
-			t.Errorf("dialect %d: %+v", d, q)
-		}
-	}
-	topics, err := DecodeTopicList(body.AppendTopicList(nil, []string{"x", "a"}, ""))
-	if err != nil || !reflect.DeepEqual(topics, []string{"a", "x"}) {
-		t.Errorf("%q %v", topics, err)
+	if string(got) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
 func TestDecodeRejectsWhatIsNotAnAnswer(t *testing.T) {
 	decoders := map[string]func([]byte) error{
-		"cluster":    func(b []byte) error { _, err := DecodeClusterInfo(b); return err },
-		"route":      func(b []byte) error { _, err := DecodeTopicRouteData(b); return err },
-		"topic list": func(b []byte) error { _, err := DecodeTopicList(b); return err },
-		"kv":         func(b []byte) error { _, err := DecodeKVTable(b); return err },
+		"cluster":    func(b []byte) error { _, err := decodeClusterInfo(b); return err },
+		"route":      func(b []byte) error { _, err := decodeRoute(b); return err },
+		"topic list": func(b []byte) error { _, err := decodeTopics(b); return err },
+		"kv":         func(b []byte) error { _, err := decodeKVTable(b); return err },
 	}
 	for _, tt := range []struct {
 		decoder, body string
@@ -108,6 +125,7 @@ func TestDecodeRejectsWhatIsNotAnAnswer(t *testing.T) {
 		{"cluster", `{"brokerAddrTable":{"b":{"brokerAddrs":{x:"a"}}}}`},
 		{"cluster", `{"brokerAddrTable":{"b":{"brokerAddrs":{0:{}}}}}`},
 		{"cluster", `{"brokerAddrTable":{"b":{"cluster":[]}}}`},
+		{"cluster", `{"brokerAddrTable":{"b":{"brokerName":"c"}}}`},
 		{"cluster", `{"clusterAddrTable":{"c":"b"}}`},
 		{"cluster", `{"clusterAddrTable":{"c":[{}]}}`},
 		{"cluster", `{} trailing`},
@@ -131,25 +149,28 @@ func TestDecodeRejectsWhatIsNotAnAnswer(t *testing.T) {
 	}
 }
 
-// FuzzDecodeAnswers feeds any bytes to every answer decoder: none may
-// panic, and each either decodes or says the answer is unexpected.
+// FuzzDecodeAnswers feeds any bytes to every answer decoder as nsadmin
+// calls it: none may panic, each either decodes or says the answer is
+// unexpected, and a decoded route makes rows.
 func FuzzDecodeAnswers(f *testing.F) {
 	for _, s := range []string{javaClusterInfo, javaRoute, javaTopicList, javaKVTable, `{}`, `null`, `{"table":null}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := DecodeClusterInfo(data); err != nil && !errors.Is(err, errAnswer) {
+		if ci, err := decodeClusterInfo(data); err != nil && !errors.Is(err, errAnswer) {
 			t.Fatalf("cluster info: %v", err)
+		} else if err == nil {
+			brokerRows(ci, "")
 		}
-		if rd, err := DecodeTopicRouteData(data); err != nil && !errors.Is(err, errAnswer) {
+		if rd, err := decodeRoute(data); err != nil && !errors.Is(err, errAnswer) {
 			t.Fatalf("route: %v", err)
 		} else if err == nil {
 			routeRows(rd)
 		}
-		if _, err := DecodeTopicList(data); err != nil && !errors.Is(err, errAnswer) {
+		if _, err := decodeTopics(data); err != nil && !errors.Is(err, errAnswer) {
 			t.Fatalf("topic list: %v", err)
 		}
-		if _, err := DecodeKVTable(data); err != nil && !errors.Is(err, errAnswer) {
+		if _, err := decodeKVTable(data); err != nil && !errors.Is(err, errAnswer) {
 			t.Fatalf("KV table: %v", err)
 		}
 	})

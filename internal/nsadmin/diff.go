@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 )
 
 // routeConcurrency bounds the route requests in flight per peer while diff
@@ -39,9 +41,9 @@ type diff struct {
 
 // snapshot is what diff reads from one peer.
 type snapshot struct {
-	ci     *ClusterInfo
+	ci     *body.ClusterInfo
 	topics []string
-	routes map[string]*TopicRouteData
+	routes map[string]*body.TopicRouteData
 	kv     map[string]map[string]string
 	config map[string]string
 }
@@ -77,7 +79,7 @@ func (c *diff) check() error {
 }
 
 func (c *diff) snapshot(ctx context.Context, p *peer) (*snapshot, error) {
-	s := &snapshot{routes: map[string]*TopicRouteData{}, kv: map[string]map[string]string{}}
+	s := &snapshot{routes: map[string]*body.TopicRouteData{}, kv: map[string]map[string]string{}}
 	var err error
 	if s.ci, err = fetchClusterInfo(ctx, p); err != nil {
 		return nil, err
@@ -130,7 +132,7 @@ func (c *diff) run(ctx context.Context, ps *Peers) report {
 		rep.Notes = append(rep.Notes, "only one NameServer given: there is nothing to compare it with")
 	}
 
-	cis := map[string]*ClusterInfo{}
+	cis := map[string]*body.ClusterInfo{}
 	topicRows := map[string][]TopicRow{}
 	for _, addr := range answered {
 		s := snaps[addr]

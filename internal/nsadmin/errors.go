@@ -130,6 +130,8 @@ func refused(addr string, r *remotingclient.Response) *PeerError {
 		e.Hint = "the NameServer has this list switched off: enableAllTopicList / enableTopicList"
 	case r.Code == protocol.RequestCodeNotSupported:
 		e.Hint = "this NameServer does not know the request; it is older than the command"
+	case r.Code == protocol.NoPermission && strings.HasPrefix(remark, "no permission: "):
+		e.Hint = "the NameServer authorizes requests by role (authzEnable): present a client certificate holding it with --tls-cert and --tls-key"
 	case r.Code == protocol.NoPermission:
 		e.Hint = "the key is in the NameServer's configBlackList"
 	case r.Code == protocol.SystemError && remark == "name server not ready":

@@ -71,7 +71,7 @@ func TestOddAnswers(t *testing.T) {
 	halfway := startFake(t, fakeNamesrv{
 		protocol.GetBrokerClusterInfo: func(_ *remoting.Command, r *remoting.Response) { r.Body = clusterInfo },
 		protocol.GetAllTopicListFromNameserver: func(_ *remoting.Command, r *remoting.Response) {
-			r.Body = body.AppendTopicList(nil, []string{"Good", "Bad"}, "")
+			r.Body = body.AppendTopicList(nil, &body.TopicList{Topics: []string{"Bad", "Good"}})
 		},
 		protocol.GetRouteInfoByTopic: func(req *remoting.Command, r *remoting.Response) {
 			if topic, _ := req.ExtValue("topic"); string(topic) == "Bad" {
@@ -91,14 +91,14 @@ func TestOddAnswers(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{[]string{"clusterList", "-n", odd}, ExitFailed, "", odd + ": unexpected answer body: cluster info: json: "},
+		{[]string{"clusterList", "-n", odd}, ExitFailed, "", odd + ": unexpected answer body: decode cluster info: json: "},
 		{[]string{"wipeWritePerm", "-b", "b", "-n", odd}, ExitFailed, "wipe write perm of broker[b] in name server[" + odd + "] Failed",
 			`wipeTopicCount "many" is not a number`},
 		{[]string{"getNamesrvConfig", "-n", odd}, ExitFailed, "", "unexpected answer body: configuration"},
 		{[]string{"topicList", "-n", odd}, ExitRefused, "", "refused: SYSTEM_ERROR: disable (the NameServer has this list switched off"},
 		{[]string{"addWritePerm", "-b", "b", "-n", odd}, ExitRefused, "Failed", "refused: REQUEST_CODE_NOT_SUPPORTED: not faked (this NameServer does not know the request"},
 		{[]string{"kvList", "-s", "NS", "-n", halfway}, ExitOK, "#Namespace", ""},
-		{[]string{"diff", "-n", halfway + ";" + odd}, ExitFailed, "FAILED: unexpected answer body: topic route", ""},
+		{[]string{"diff", "-n", halfway + ";" + odd}, ExitFailed, "FAILED: unexpected answer body: decode topic route data: json: expected an array at queueDatas", ""},
 		{[]string{"clusterList", "-n", halfway, "--serialize-type", "ROCKETMQ"}, ExitOK, "10.0.0.1:10911", ""},
 	} {
 		out, errOut, code := runMain(tt.args...)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 )
 
@@ -68,26 +69,26 @@ func tableOf(t *testing.T, r report) string {
 }
 
 func TestClusterListIsMqadmins(t *testing.T) {
-	ci := &ClusterInfo{
-		BrokerAddrTable: map[string]BrokerData{
-			"broker-a": {Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}},
-			"broker-b": {Cluster: "DefaultCluster", BrokerName: "broker-b", BrokerAddrs: map[int64]string{0: "10.0.0.3:10911"}},
-			"broker-c": {Cluster: "OtherCluster", BrokerName: "broker-c", BrokerAddrs: map[int64]string{0: "10.0.1.1:10911"}},
+	ci := &body.ClusterInfo{
+		Brokers: []*body.BrokerData{
+			{Cluster: "DefaultCluster", BrokerName: "broker-a", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.1:10911"}, {ID: 1, Addr: "10.0.0.2:10911"}}},
+			{Cluster: "DefaultCluster", BrokerName: "broker-b", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.3:10911"}}},
+			{Cluster: "OtherCluster", BrokerName: "broker-c", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.1.1:10911"}}},
 		},
-		ClusterAddrTable: map[string][]string{"DefaultCluster": {"broker-a", "broker-b"}, "OtherCluster": {"broker-c"}},
+		Clusters: []body.ClusterMembers{{Cluster: "DefaultCluster", BrokerNames: []string{"broker-a", "broker-b"}}, {Cluster: "OtherCluster", BrokerNames: []string{"broker-c"}}},
 	}
-	rep := &clusterListReport{base: onePeer(), Brokers: mergeBrokers([]string{peerA}, map[string]*ClusterInfo{peerA: ci}, "")}
+	rep := &clusterListReport{base: onePeer(), Brokers: mergeBrokers([]string{peerA}, map[string]*body.ClusterInfo{peerA: ci}, "")}
 	// #Cluster Name, #Broker Name, #BID and #Addr: "%-22s  %-22s  %-4s  %-22s".
 	sameAsMqadmin(t, "clusterList.txt", tableOf(t, rep), 76, 76)
 }
 
 func TestTopicRouteIsMqadmins(t *testing.T) {
-	rd := &TopicRouteData{
-		BrokerDatas: []BrokerData{
-			{Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerAddrs: map[int64]string{0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}},
-			{Cluster: "DefaultCluster", BrokerName: "broker-b", BrokerAddrs: map[int64]string{0: "10.0.0.3:10911"}},
+	rd := &body.TopicRouteData{
+		BrokerDatas: []*body.BrokerData{
+			{Cluster: "DefaultCluster", BrokerName: "broker-a", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.1:10911"}, {ID: 1, Addr: "10.0.0.2:10911"}}},
+			{Cluster: "DefaultCluster", BrokerName: "broker-b", Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0.3:10911"}}},
 		},
-		QueueDatas: []QueueData{
+		QueueDatas: []body.QueueData{
 			{BrokerName: "broker-a", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6},
 			{BrokerName: "broker-b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 4},
 		},
@@ -151,17 +152,17 @@ func TestWritePermIsMqadmins(t *testing.T) {
 // TestSeveralPeersAddAColumn: with several peers, every line keeps
 // mqadmin's columns and adds #NameServers.
 func TestSeveralPeersAddAColumn(t *testing.T) {
-	ci := func(brokers ...string) *ClusterInfo {
-		c := &ClusterInfo{BrokerAddrTable: map[string]BrokerData{}, ClusterAddrTable: map[string][]string{"DefaultCluster": brokers}}
+	ci := func(brokers ...string) *body.ClusterInfo {
+		c := &body.ClusterInfo{Clusters: []body.ClusterMembers{{Cluster: "DefaultCluster", BrokerNames: brokers}}}
 		for i, b := range brokers {
-			c.BrokerAddrTable[b] = BrokerData{BrokerName: b, BrokerAddrs: map[int64]string{0: "10.0.0." + string(rune('1'+i)) + ":10911"}}
+			c.Brokers = append(c.Brokers, &body.BrokerData{BrokerName: b, Addrs: body.BrokerAddrs{{ID: 0, Addr: "10.0.0." + string(rune('1'+i)) + ":10911"}}})
 		}
 		return c
 	}
 	peers := []string{"a:9876", "b:9876", "c:9876"}
 	rep := &clusterListReport{
 		base:    base{multi: true, NameServers: []PeerStatus{{Addr: "a:9876", OK: true}, {Addr: "b:9876", OK: true}, {Addr: "c:9876", OK: true}}},
-		Brokers: mergeBrokers(peers, map[string]*ClusterInfo{"a:9876": ci("broker-a", "broker-b"), "b:9876": ci("broker-a", "broker-b"), "c:9876": ci("broker-a")}, ""),
+		Brokers: mergeBrokers(peers, map[string]*body.ClusterInfo{"a:9876": ci("broker-a", "broker-b"), "b:9876": ci("broker-a", "broker-b"), "c:9876": ci("broker-a")}, ""),
 	}
 	want := `#Cluster Name           #Broker Name            #BID  #Addr                  #NameServers
 DefaultCluster          broker-a                0     10.0.0.1:10911         3/3

@@ -2,6 +2,7 @@ package nsadmin
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	neturl "net/url"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,8 +24,12 @@ import (
 // remoting protocol cannot tell, such as the brokers' DataVersions, the
 // start-up route gate and a digest of the whole broker table.
 type peerStatus struct {
-	httpPort int
-	fs       *pflag.FlagSet
+	httpPort  int
+	https     bool
+	tokenFile string
+	// token is the bearer token read from tokenFile.
+	token string
+	fs    *pflag.FlagSet
 }
 
 // useTarget takes the frontend's HTTP port unless --http-port is given.
@@ -63,16 +70,50 @@ func (c *peerStatus) check() error {
 	if c.httpPort < 1 || c.httpPort > 65535 {
 		return usagef("--http-port %d: want a port number", c.httpPort)
 	}
+	if c.tokenFile != "" {
+		token, err := readToken(c.tokenFile)
+		if err != nil {
+			return usagef("--http-token-file: %v", err)
+		}
+		c.token = token
+	}
 	return nil
+}
+
+// readToken reads a bearer token file as the NameServer's
+// httpAuthTokenFile is written (a mounted Secret): the first non-blank
+// line, surrounding white space ignored.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(data)) {
+		token := strings.TrimSpace(line)
+		if token == "" {
+			continue
+		}
+		for i := 0; i < len(token); i++ {
+			if token[i] <= ' ' || token[i] >= 0x7f {
+				return "", fmt.Errorf("%s: the token has a character that is not visible ASCII at byte %d", path, i)
+			}
+		}
+		return token, nil
+	}
+	return "", fmt.Errorf("%s holds no token", path)
 }
 
 func (c *peerStatus) run(ctx context.Context, ps *Peers) report {
 	rep := &peerStatusReport{base: newBase(ps), Summaries: []PeerSummary{}, Brokers: []SummaryBrokerRow{}, now: time.Now()}
 	port := strconv.Itoa(c.httpPort)
+	scheme := "http://"
+	if c.https {
+		scheme = "https://"
+	}
 	answers := each(ctx, ps, func(ctx context.Context, p *peer) (PeerSummary, error) {
 		host, _, _ := net.SplitHostPort(p.addr)
-		ps := PeerSummary{Addr: p.addr, URL: "http://" + net.JoinHostPort(host, port) + peerstatus.SummaryPath}
-		s, err := fetchSummary(ctx, p, ps.URL)
+		ps := PeerSummary{Addr: p.addr, URL: scheme + net.JoinHostPort(host, port) + peerstatus.SummaryPath}
+		s, err := fetchSummary(ctx, p, ps.URL, c.token)
 		ps.Summary = s
 		return ps, err
 	})
@@ -101,16 +142,24 @@ func (c *peerStatus) run(ctx context.Context, ps *Peers) report {
 	return rep
 }
 
-// fetchSummary GETs one summary; failures are the peer's, worded like the
-// remoting ones.
-func fetchSummary(ctx context.Context, p *peer, url string) (*peerstatus.Summary, error) {
+// fetchSummary GETs one summary, presenting token when there is one, and
+// over HTTPS the client certificate of the --tls-* flags; failures are the
+// peer's, worded like the remoting ones.
+func fetchSummary(ctx context.Context, p *peer, url, token string) (*peerstatus.Summary, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, &PeerError{Addr: p.addr, Kind: Protocol, Msg: err.Error(), Err: err}
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: p.opts.dial}}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	var tlsCfg *tls.Config
+	if p.opts.TLS != nil {
+		tlsCfg = p.opts.TLS.Clone()
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: p.opts.dial, TLSClientConfig: tlsCfg}}
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *neturl.Error
@@ -131,13 +180,30 @@ func fetchSummary(ctx context.Context, p *peer, url string) (*peerstatus.Summary
 		return nil, &PeerError{Addr: p.addr, Kind: Refused, Msg: url + " answers 404: this NameServer serves no route summary",
 			Hint: "a release older than this tool, or not the NameServer's HTTP port"}
 	case resp.StatusCode != http.StatusOK:
-		return nil, &PeerError{Addr: p.addr, Kind: Refused, Msg: fmt.Sprintf("%s answers %s", url, resp.Status)}
+		return nil, &PeerError{Addr: p.addr, Kind: Refused, Msg: fmt.Sprintf("%s answers %s", url, resp.Status),
+			Hint: httpRefusalHint(resp.StatusCode, token != "", body)}
 	}
 	var s peerstatus.Summary
 	if err := json.Unmarshal(body, &s); err != nil {
 		return nil, &PeerError{Addr: p.addr, Kind: Protocol, Msg: fmt.Sprintf("%s is not a route summary: %v", url, err), Err: err}
 	}
 	return &s, nil
+}
+
+// httpRefusalHint says what to try when the HTTP port refuses the
+// credential (docs/security.md#http).
+func httpRefusalHint(status int, sentToken bool, body []byte) string {
+	switch {
+	case status == http.StatusUnauthorized && sentToken:
+		return "the NameServer does not accept the token of --http-token-file (its httpAuthTokenFile)"
+	case status == http.StatusUnauthorized:
+		return "the NameServer's HTTP port needs a credential (httpAuthScope=all): pass --http-token-file FILE, or --https with --tls-cert and --tls-key"
+	case status == http.StatusForbidden:
+		return "the client certificate does not hold the read role (the NameServer's authzReadIdentities)"
+	case status == http.StatusBadRequest && strings.Contains(string(body), "HTTPS server"):
+		return "the NameServer's HTTP port serves TLS only (httpTLSMode=enforcing): pass --https"
+	}
+	return ""
 }
 
 func short(s string, n int) string {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 )
@@ -30,22 +31,22 @@ func fetch[T any](ctx context.Context, p *peer, code int32, decode func([]byte) 
 	return v, nil
 }
 
-func fetchClusterInfo(ctx context.Context, p *peer) (*ClusterInfo, error) {
-	return fetch(ctx, p, protocol.GetBrokerClusterInfo, DecodeClusterInfo)
+func fetchClusterInfo(ctx context.Context, p *peer) (*body.ClusterInfo, error) {
+	return fetch(ctx, p, protocol.GetBrokerClusterInfo, decodeClusterInfo)
 }
 
 func fetchTopicList(ctx context.Context, p *peer) ([]string, error) {
-	return fetch(ctx, p, protocol.GetAllTopicListFromNameserver, DecodeTopicList)
+	return fetch(ctx, p, protocol.GetAllTopicListFromNameserver, decodeTopics)
 }
 
 func fetchTopicsByCluster(ctx context.Context, p *peer, cluster string) ([]string, error) {
-	return fetch(ctx, p, protocol.GetTopicsByCluster, DecodeTopicList, "cluster", cluster)
+	return fetch(ctx, p, protocol.GetTopicsByCluster, decodeTopics, "cluster", cluster)
 }
 
 // fetchRoute returns nil without error when the peer has no route for the
 // topic (TOPIC_NOT_EXIST).
-func fetchRoute(ctx context.Context, p *peer, topic string) (*TopicRouteData, error) {
-	rd, err := fetch(ctx, p, protocol.GetRouteInfoByTopic, DecodeTopicRouteData, "topic", topic)
+func fetchRoute(ctx context.Context, p *peer, topic string) (*body.TopicRouteData, error) {
+	rd, err := fetch(ctx, p, protocol.GetRouteInfoByTopic, decodeRoute, "topic", topic)
 	if isCode(err, protocol.TopicNotExist) {
 		return nil, nil
 	}
@@ -69,7 +70,7 @@ func fetchConfig(ctx context.Context, p *peer) (map[string]string, error) {
 // fetchKV returns an empty table when the peer has no such namespace
 // (QUERY_NOT_FOUND).
 func fetchKV(ctx context.Context, p *peer, namespace string) (map[string]string, error) {
-	kv, err := fetch(ctx, p, protocol.GetKVListByNamespace, DecodeKVTable, "namespace", namespace)
+	kv, err := fetch(ctx, p, protocol.GetKVListByNamespace, decodeKVTable, "namespace", namespace)
 	if isCode(err, protocol.QueryNotFound) {
 		return map[string]string{}, nil
 	}
@@ -108,26 +109,26 @@ func brokerKey(r BrokerRow) string {
 
 // brokerRows lists a cluster info as mqadmin's clusterList walks it: each
 // cluster of clusterAddrTable, its broker names, their addresses by id.
-func brokerRows(ci *ClusterInfo, only string) []BrokerRow {
+func brokerRows(ci *body.ClusterInfo, only string) []BrokerRow {
 	var out []BrokerRow
-	for cluster, names := range ci.ClusterAddrTable {
-		if only != "" && cluster != only {
+	for _, c := range ci.Clusters {
+		if only != "" && c.Cluster != only {
 			continue
 		}
-		for _, name := range names {
-			bd, ok := ci.BrokerAddrTable[name]
-			if !ok {
+		for _, name := range c.BrokerNames {
+			bd := ci.Broker(name)
+			if bd == nil {
 				continue
 			}
-			for id, addr := range bd.BrokerAddrs {
-				out = append(out, BrokerRow{Cluster: cluster, BrokerName: name, BrokerID: id, Addr: addr})
+			for _, a := range bd.Addrs {
+				out = append(out, BrokerRow{Cluster: c.Cluster, BrokerName: name, BrokerID: a.ID, Addr: a.Addr})
 			}
 		}
 	}
 	return out
 }
 
-func mergeBrokers(answered []string, cis map[string]*ClusterInfo, only string) []BrokerRow {
+func mergeBrokers(answered []string, cis map[string]*body.ClusterInfo, only string) []BrokerRow {
 	rows := map[string][]BrokerRow{}
 	for addr, ci := range cis {
 		rows[addr] = brokerRows(ci, only)
@@ -218,7 +219,8 @@ func (c *topicList) run(ctx context.Context, ps *Peers) report {
 				return nil, err
 			}
 			var out []TopicRow
-			for _, cluster := range slices.Sorted(maps.Keys(ci.ClusterAddrTable)) {
+			for _, c := range ci.Clusters {
+				cluster := c.Cluster
 				topics, err := fetchTopicsByCluster(ctx, p, cluster)
 				if err != nil {
 					return nil, err
@@ -287,7 +289,7 @@ func (a RouteRow) same(b RouteRow) bool {
 }
 
 // routeRows joins a route's broker and queue data by broker name.
-func routeRows(rd *TopicRouteData) []RouteRow {
+func routeRows(rd *body.TopicRouteData) []RouteRow {
 	if rd == nil {
 		return nil
 	}
@@ -304,7 +306,10 @@ func routeRows(rd *TopicRouteData) []RouteRow {
 	}
 	for _, b := range rd.BrokerDatas {
 		r := row(b.BrokerName)
-		r.Cluster, r.BrokerAddrs = b.Cluster, b.BrokerAddrs
+		r.Cluster, r.BrokerAddrs = b.Cluster, map[int64]string{}
+		for _, a := range b.Addrs {
+			r.BrokerAddrs[a.ID] = a.Addr
+		}
 	}
 	for _, q := range rd.QueueDatas {
 		r := row(q.BrokerName)
@@ -327,8 +332,8 @@ type topicRoute struct {
 // PeerRoute is one peer's route, as it answered it; Route is null where
 // the peer has no route for the topic.
 type PeerRoute struct {
-	Addr  string          `json:"nameServer"`
-	Route *TopicRouteData `json:"route"`
+	Addr  string               `json:"nameServer"`
+	Route *body.TopicRouteData `json:"route"`
 }
 
 type topicRouteReport struct {
@@ -351,7 +356,7 @@ func (c *topicRoute) check() error {
 
 func (c *topicRoute) run(ctx context.Context, ps *Peers) report {
 	rep := &topicRouteReport{base: newBase(ps), Topic: c.topic, Brokers: []RouteRow{}, Routes: []PeerRoute{}}
-	routes := collect(&rep.base, each(ctx, ps, func(ctx context.Context, p *peer) (*TopicRouteData, error) {
+	routes := collect(&rep.base, each(ctx, ps, func(ctx context.Context, p *peer) (*body.TopicRouteData, error) {
 		return fetchRoute(ctx, p, c.topic)
 	}))
 	rows := map[string][]RouteRow{}
@@ -436,7 +441,7 @@ func (c *topicClusterList) check() error {
 
 func (c *topicClusterList) run(ctx context.Context, ps *Peers) report {
 	rep := &topicClusterReport{base: newBase(ps), Topic: c.topic, Clusters: []ClusterRow{}}
-	routes := collect(&rep.base, each(ctx, ps, func(ctx context.Context, p *peer) (*TopicRouteData, error) {
+	routes := collect(&rep.base, each(ctx, ps, func(ctx context.Context, p *peer) (*body.TopicRouteData, error) {
 		return fetchRoute(ctx, p, c.topic)
 	}))
 	rows := map[string][]ClusterRow{}

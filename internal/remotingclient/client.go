@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,11 @@ type Options struct {
 	// a Java 5.3.3 client.
 	Language string
 	Version  int32
+	// TLS, when set, makes Dial open the connection with a TLS handshake,
+	// as a Java client with tls.enable=true does; its Certificates are the
+	// client certificate presented to a NameServer that verifies clients
+	// (Java's tls.client.certPath and tls.client.keyPath).
+	TLS *tls.Config
 }
 
 // Request is one command to send.
@@ -64,12 +70,20 @@ type Client struct {
 	done    chan struct{}
 }
 
-// Dial connects to addr.
+// Dial connects to addr, with a TLS handshake when opts.TLS is set.
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if opts.TLS != nil {
+		tc := tls.Client(nc, opts.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
 	}
 	return New(nc, opts), nil
 }

@@ -3,6 +3,7 @@ package remotingclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting/tlstest"
 )
 
 // echo answers every request with its code as the remark and its body.
@@ -107,3 +109,52 @@ func TestAnswerOverTheLimitEndsTheConnection(t *testing.T) {
 	}
 	<-c.Done()
 }
+
+func TestDialTLSPresentsTheClientCertificate(t *testing.T) {
+	ca := tlstest.NewCA(t, "ca")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := remoting.NewServer(whoami{}, remoting.Config{TLSMode: remoting.TLSEnforcing, TLSConfig: &tls.Config{
+		Certificates: []tls.Certificate{ca.Server(t).TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool(),
+	}})
+	done := make(chan struct{})
+	go func() { srv.Serve(l); close(done) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, l.Addr().String(), Options{TLS: &tls.Config{
+		RootCAs: ca.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{ca.Client(t, "broker-a").TLS},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Invoke(ctx, &Request{Code: 105})
+	if err != nil || r.Remark != "broker-a" {
+		t.Fatalf("answer %+v, %v", r, err)
+	}
+	// A server the client does not trust: the handshake fails, and Dial
+	// says so.
+	_, err = Dial(ctx, l.Addr().String(), Options{TLS: &tls.Config{RootCAs: tlstest.NewCA(t, "other").Pool(), ServerName: "127.0.0.1"}})
+	if err == nil || !strings.Contains(err.Error(), "TLS handshake") {
+		t.Fatalf("untrusted server: %v", err)
+	}
+}
+
+// whoami answers with the CN of the peer's verified certificate.
+type whoami struct{}
+
+func (whoami) Serve(c *remoting.Conn, _ *remoting.Command, resp *remoting.Response) {
+	if cert := c.PeerCertificate(); cert != nil {
+		resp.Remark = append(resp.Remark, cert.Subject.CommonName...)
+	}
+}
+
+func (whoami) Closed(*remoting.Conn) {}

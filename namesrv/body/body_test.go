@@ -152,7 +152,7 @@ func TestCompressedInflatesToTheDocumentedLayout(t *testing.T) {
 	}
 }
 
-func zlibOf(t *testing.T, raw []byte) []byte {
+func zlibOf(t testing.TB, raw []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&out, zlib.BestCompression)
@@ -229,10 +229,10 @@ func TestEncoders(t *testing.T) {
 	if got, want := string(AppendTopicRouteData(nil, rd, fjson.Standard)), `{"brokerDatas":[{"brokerAddrs":{"0":"a:1","1":"a:2"},"brokerName":"b","cluster":"c","enableActingMaster":false,"zoneName":"z\/1"}],"filterServerTable":{"a:1":["f:1"]},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}`; got != want {
 		t.Errorf("route\n got %s\nwant %s", got, want)
 	}
-	if got, want := string(AppendTopicList(nil, []string{"a", "b"}, "x:1")), `{"brokerAddr":"x:1","topicList":["a","b"]}`; got != want {
+	if got, want := string(AppendTopicList(nil, &TopicList{Topics: []string{"a", "b"}, BrokerAddr: "x:1"})), `{"brokerAddr":"x:1","topicList":["a","b"]}`; got != want {
 		t.Errorf("topic list %s", got)
 	}
-	if got, want := string(AppendTopicList(nil, nil, "")), `{"topicList":[]}`; got != want {
+	if got, want := string(AppendTopicList(nil, &TopicList{})), `{"topicList":[]}`; got != want {
 		t.Errorf("empty topic list %s", got)
 	}
 	if got, want := string(AppendBrokerMemberGroup(nil, "c", "b", []BrokerAddr{{0, "a:1"}})), `{"brokerMemberGroup":{"brokerAddrs":{0:"a:1"},"brokerName":"b","cluster":"c"}}`; got != want {
@@ -288,4 +288,39 @@ func FuzzDecodeCompressed(f *testing.F) {
 		zw.Close()
 		DecodeRegisterBody(out.Bytes(), RegisterOptions{Compressed: true, Version: protocol.V5_3_3})
 	})
+}
+
+// TestReleasedTopicListsAreReused: a body decoded into a list another body
+// released holds its own topics only, whichever form either came in.
+func TestReleasedTopicListsAreReused(t *testing.T) {
+	many := &RegisterBody{DataVersion: DataVersion{Counter: 1}, FilterServers: []string{}}
+	for i := range 50 {
+		many.Topics = append(many.Topics, TopicConfig{Name: fmt.Appendf(nil, "M%02d", i), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	}
+	few := &RegisterBody{DataVersion: DataVersion{Counter: 2}, Topics: []TopicConfig{{Name: []byte("F"), ReadQueueNums: 2, WriteQueueNums: 2, Perm: 4}}, FilterServers: []string{}}
+	for _, compressed := range []bool{false, true} {
+		manyData, err := EncodeRegisterBody(many, Broker5, compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fewData, err := EncodeRegisterBody(few, Broker5, compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			b, err := DecodeRegisterBody(manyData, RegisterOptions{Version: protocol.V5_3_3})
+			if err != nil || len(b.Topics) != 50 || string(b.Topics[49].Name) != "M49" {
+				t.Fatalf("compressed %v: %d topics, %v", compressed, len(b.Topics), err)
+			}
+			b.Release()
+			if b.Topics != nil {
+				t.Fatal("Release left the topics")
+			}
+			b, err = DecodeRegisterBody(fewData, RegisterOptions{Version: protocol.V5_3_3})
+			if err != nil || summary(b) != "dv=2/0/0 F:2:2:4:0 fs=[]" {
+				t.Fatalf("compressed %v: %s, %v", compressed, summary(b), err)
+			}
+			b.Release()
+		}
+	}
 }

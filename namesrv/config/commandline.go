@@ -37,11 +37,23 @@ var flagSpecs = []flagSpec{
 	{long: "route-gate-enable", prop: "routeGateEnable", usage: "start with the route gate closed until POST /routes/gate's brokers are live or the timeout passes"},
 	{long: "route-gate-timeout-seconds", arg: "SECONDS", prop: "routeGateTimeoutSeconds", usage: "seconds after start at which a closed route gate opens by itself"},
 	{long: "kv-declared-file", arg: "FILE", prop: "kvDeclaredFile", usage: "JSON file of declared KV config, applied at start and when it changes"},
+	{long: "live-brokers-path", arg: "FILE", prop: "liveBrokersPath", usage: "file recording the live brokers for the route gate after a restart (default: liveBrokers.json beside the KV file)"},
 	{long: "tls-mode", arg: "MODE", prop: "tls.server.mode", usage: "TLS on the remoting port: disabled, permissive (TLS and plain) or enforcing"},
 	{long: "tls-cert", arg: "FILE", prop: "tls.server.certPath", usage: "PEM certificate chain for TLS; re-read when it changes"},
 	{long: "tls-key", arg: "FILE", prop: "tls.server.keyPath", usage: "PEM private key of that certificate; re-read when it changes"},
 	{long: "tls-trust-cert", arg: "FILE", prop: "tls.server.trustCertPath", usage: "PEM CA certificates that verify client certificates"},
 	{long: "tls-client-auth", arg: "MODE", prop: "tls.server.need.client.auth", usage: "client certificates: none, optional or require"},
+	{long: "authz-enable", prop: "authzEnable", usage: "authorize remoting requests by role as the --authz-* lists grant them (default: every peer may do everything)"},
+	{long: "authz-broker-identities", arg: "LIST", prop: "authzBrokerIdentities", usage: "client-certificate patterns (cn:, dns:, uri:) granted the broker role"},
+	{long: "authz-broker-networks", arg: "LIST", prop: "authzBrokerNetworks", usage: "source networks granted the broker role"},
+	{long: "authz-admin-identities", arg: "LIST", prop: "authzAdminIdentities", usage: "client-certificate patterns granted the admin role"},
+	{long: "authz-admin-networks", arg: "LIST", prop: "authzAdminNetworks", usage: "source networks granted the admin role"},
+	{long: "authz-read-identities", arg: "LIST", prop: "authzReadIdentities", usage: "client-certificate patterns granted the read role"},
+	{long: "authz-read-networks", arg: "LIST", prop: "authzReadNetworks", usage: "source networks granted the read role"},
+	{long: "authz-broker-name-ownership", prop: "authzBrokerNameOwnership", usage: "a broker name belongs to the first certificate identity that registers it while its group is live"},
+	{long: "http-auth-scope", arg: "SCOPE", prop: "httpAuthScope", usage: "HTTP endpoints that need a credential: none, writes or all"},
+	{long: "http-auth-token-file", arg: "FILE", prop: "httpAuthTokenFile", usage: "file of accepted bearer tokens, one per line; re-read when it changes"},
+	{long: "http-tls-mode", arg: "MODE", prop: "httpTLSMode", usage: "TLS on the HTTP port with the --tls-cert certificate: disabled, permissive or enforcing"},
 	{long: "log-format", arg: "text|json", usage: "log format (default text)"},
 	{long: "log-level", arg: "LEVEL", usage: "log level: debug, info, warn or error (default info)"},
 }
@@ -116,7 +128,7 @@ func (c *CommandLine) usage(out io.Writer) {
 		"The config file accepts the property names of the Java NameServer (NamesrvConfig and\n"+
 		"NettyServerConfig, e.g. orderMessageEnable=true), the tls.server.* system properties, and the\n"+
 		"Go additions (frameMaxLength, httpPort, addressFile, connection limits and timeouts, the\n"+
-		"route gate and the declared KV file);\n"+
+		"route gate, the declared KV file and authorization);\n"+
 		"run %s -p to list every property with its effective value.\n", c.fs.Name())
 }
 

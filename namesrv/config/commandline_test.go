@@ -189,11 +189,21 @@ func TestResolveEveryPropertyFlagAndEnv(t *testing.T) {
 		{"route-gate-enable", "NAMESRV_ROUTE_GATE_ENABLE", "routeGateEnable", "true"},
 		{"route-gate-timeout-seconds", "NAMESRV_ROUTE_GATE_TIMEOUT_SECONDS", "routeGateTimeoutSeconds", "15"},
 		{"kv-declared-file", "NAMESRV_KV_DECLARED_FILE", "kvDeclaredFile", "/etc/namesrv/kv/declared.json"},
+		{"live-brokers-path", "NAMESRV_LIVE_BROKERS_PATH", "liveBrokersPath", "/data/live.json"},
 		{"tls-mode", "NAMESRV_TLS_MODE", "tls.server.mode", "enforcing"},
 		{"tls-cert", "NAMESRV_TLS_CERT", "tls.server.certPath", "/etc/namesrv/tls/tls.crt"},
 		{"tls-key", "NAMESRV_TLS_KEY", "tls.server.keyPath", "/etc/namesrv/tls/tls.key"},
 		{"tls-trust-cert", "NAMESRV_TLS_TRUST_CERT", "tls.server.trustCertPath", "/etc/namesrv/tls/ca.crt"},
 		{"tls-client-auth", "NAMESRV_TLS_CLIENT_AUTH", "tls.server.need.client.auth", "require"},
+		{"authz-enable", "NAMESRV_AUTHZ_ENABLE", "authzEnable", "true"},
+		{"authz-broker-identities", "NAMESRV_AUTHZ_BROKER_IDENTITIES", "authzBrokerIdentities", "uri:spiffe://td/ns/mq/sa/broker-*"},
+		{"authz-broker-networks", "NAMESRV_AUTHZ_BROKER_NETWORKS", "authzBrokerNetworks", "10.0.0.0/8,fd00::/8"},
+		{"authz-admin-identities", "NAMESRV_AUTHZ_ADMIN_IDENTITIES", "authzAdminIdentities", "cn:operator"},
+		{"authz-admin-networks", "NAMESRV_AUTHZ_ADMIN_NETWORKS", "authzAdminNetworks", "192.168.0.1"},
+		{"authz-read-identities", "NAMESRV_AUTHZ_READ_IDENTITIES", "authzReadIdentities", "dns:*.clients.svc"},
+		{"authz-read-networks", "NAMESRV_AUTHZ_READ_NETWORKS", "authzReadNetworks", "0.0.0.0/0,::/0"},
+		{"authz-broker-name-ownership", "NAMESRV_AUTHZ_BROKER_NAME_OWNERSHIP", "authzBrokerNameOwnership", "true"},
+		{"http-auth-token-file", "NAMESRV_HTTP_AUTH_TOKEN_FILE", "httpAuthTokenFile", "/etc/namesrv/http-token/token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {
@@ -263,6 +273,22 @@ func TestResolveErrors(t *testing.T) {
 		{"an extra port out of range", []string{"--extra-listen-ports", "70000"}, [2]string{}, []string{"extraListenPorts", `"70000" is not a port`}},
 		{"the listen port again", []string{"--listen-port", "9877", "--extra-listen-ports", "9877"}, [2]string{}, []string{"extraListenPorts", "port 9877 is listed twice or is listenPort"}},
 		{"an extra port twice", []string{"--extra-listen-ports", "9000,9000"}, [2]string{}, []string{"extraListenPorts", "listed twice"}},
+		{"a bad broker network", []string{"--authz-broker-networks", "10.0.0.0/8, 10.0.0.0/40"}, [2]string{},
+			[]string{"authzBrokerNetworks", `entry "10.0.0.0/40"`, "CIDR"}},
+		{"an untyped identity", nil, [2]string{"NAMESRV_AUTHZ_ADMIN_IDENTITIES", "operator"},
+			[]string{"authzAdminIdentities", `entry "operator"`, `"cn:"`}},
+		{"two stars", []string{"--authz-read-identities", "dns:*.*.svc"}, [2]string{}, []string{"authzReadIdentities", "one '*'"}},
+		{"a bad read network", []string{"--authz-read-networks", "everyone"}, [2]string{}, []string{"authzReadNetworks", `"everyone"`}},
+		{"an admin network", []string{"--authz-admin-networks", "::1/129"}, [2]string{}, []string{"authzAdminNetworks"}},
+		{"a broker identity", []string{"--authz-broker-identities", "spiffe://x"}, [2]string{}, []string{"authzBrokerIdentities"}},
+		{"a read identity", []string{"--authz-read-identities", "cn:"}, [2]string{}, []string{"authzReadIdentities"}},
+		{"an admin identity", []string{"--authz-admin-identities", "ip:1.2.3.4"}, [2]string{}, []string{"authzAdminIdentities"}},
+		{"HTTP auth without a credential", []string{"--http-auth-scope", "writes"}, [2]string{},
+			[]string{"httpAuthScope", "httpAuthTokenFile"}},
+		{"HTTP auth by client certificates without trusted CAs", []string{"--http-auth-scope", "all", "--http-tls-mode", "enforcing",
+			"--tls-cert", "/c", "--tls-key", "/k"}, [2]string{}, []string{"httpAuthScope", "tls.server.trustCertPath"}},
+		{"HTTP TLS without a certificate", []string{"--http-tls-mode", "permissive"}, [2]string{}, []string{"httpTLSMode", "tls.server.certPath"}},
+		{"an unknown HTTP scope", []string{"--http-auth-scope", "mutations"}, [2]string{}, []string{"httpAuthScope", "none, writes, all"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,5 +365,23 @@ func TestUsage(t *testing.T) {
 				t.Errorf("%s: usage lacks %q:\n%s", arg, want, usage)
 			}
 		}
+	}
+}
+
+// TestResolveHTTPAuth sets the HTTP properties that only work together.
+func TestResolveHTTPAuth(t *testing.T) {
+	setHome(t)
+	clearEnv(t)
+	t.Setenv("NAMESRV_HTTP_AUTH_SCOPE", "writes")
+	t.Setenv("NAMESRV_HTTP_AUTH_TOKEN_FILE", "/token")
+	_, cfg, _, _, err := resolve(t)
+	if err != nil || cfg.HTTPAuthScope != "writes" || cfg.HTTPAuthTokenFile != "/token" {
+		t.Fatalf("%v %+v", err, cfg)
+	}
+	clearEnv(t)
+	_, cfg, _, _, err = resolve(t, "--http-auth-scope", "ALL", "--http-tls-mode", "permissive",
+		"--tls-cert", "/c", "--tls-key", "/k", "--tls-trust-cert", "/ca")
+	if err != nil || cfg.HTTPAuthScope != "all" || cfg.HTTPTLSMode != "permissive" {
+		t.Fatalf("%v %+v", err, cfg)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 )
 
 // Config is the effective NameServer configuration. Every field maps to one
@@ -93,6 +95,7 @@ type Config struct {
 	RouteGateEnable         bool   `prop:"routeGateEnable" default:"false" effect:"restart" doc:"start with the route gate closed: client route and KV reads get their connection closed, so clients use another NameServer, until the brokers named by POST /routes/gate are live here or routeGateTimeoutSeconds pass"`
 	RouteGateTimeoutSeconds int    `prop:"routeGateTimeoutSeconds" default:"90" min:"0" effect:"restart" doc:"time after start at which a closed route gate opens by itself, seconds; at least 1 when routeGateEnable is true"`
 	KVDeclaredFile          string `prop:"kvDeclaredFile" default:"" effect:"restart" doc:"JSON file of declared KV config (policy, configTable, removed), applied at start, when it changes, and on POST /kv/declared/apply; empty disables"`
+	LiveBrokersPath         string `prop:"liveBrokersPath" default:"" effect:"restart" doc:"file where the NameServer keeps its record of live brokers (cluster and address), shown after a restart as gate.record in /routes/summary; empty: liveBrokers.json in the directory of kvConfigPath"`
 
 	// Limits of the remoting server (Go additions): each one bounds what a
 	// slow, stuck or hostile client can hold.
@@ -112,6 +115,23 @@ type Config struct {
 	TLSServerKeyPath        string `prop:"tls.server.keyPath" default:"" effect:"restart" doc:"PEM private key (unencrypted PKCS#8, PKCS#1 or EC) of that certificate; re-read with it"`
 	TLSServerTrustCertPath  string `prop:"tls.server.trustCertPath" default:"" effect:"restart" doc:"PEM CA certificates that client certificates are verified against; required when tls.server.need.client.auth is not none"`
 	TLSServerNeedClientAuth string `prop:"tls.server.need.client.auth" default:"none" enum:"none|optional|require" effect:"restart" doc:"client certificates: none, optional (verified when given) or require"`
+
+	// Authorization (Go additions, docs/security.md): who may send which
+	// request codes on the remoting port, and who may use the HTTP port's
+	// mutating endpoints. Read at start; UPDATE_NAMESRV_CONFIG cannot
+	// change them.
+
+	AuthzEnable              bool   `prop:"authzEnable" default:"false" effect:"restart" doc:"authorize every remoting request by role (broker, admin, read) as the authz* lists grant them; false serves every peer everything, as Java does"`
+	AuthzBrokerIdentities    string `prop:"authzBrokerIdentities" default:"" effect:"restart" doc:"comma-separated client-certificate patterns (cn:NAME, dns:NAME, uri:NAME; one '*' per pattern) granted the broker role: register, unregister, heartbeats"`
+	AuthzBrokerNetworks      string `prop:"authzBrokerNetworks" default:"" effect:"restart" doc:"comma-separated source networks (CIDR or address, IPv4 or IPv6) granted the broker role"`
+	AuthzAdminIdentities     string `prop:"authzAdminIdentities" default:"" effect:"restart" doc:"client-certificate patterns granted the admin role: KV writes and deletes, config updates, write permissions, topic deletion; also the HTTP port's mutating endpoints"`
+	AuthzAdminNetworks       string `prop:"authzAdminNetworks" default:"" effect:"restart" doc:"source networks granted the admin role on the remoting port"`
+	AuthzReadIdentities      string `prop:"authzReadIdentities" default:"" effect:"restart" doc:"client-certificate patterns granted the read role (routes, cluster info, KV and config reads); broker and admin include it"`
+	AuthzReadNetworks        string `prop:"authzReadNetworks" default:"" effect:"restart" doc:"source networks granted the read role; 0.0.0.0/0,::/0 lets every client read"`
+	AuthzBrokerNameOwnership bool   `prop:"authzBrokerNameOwnership" default:"false" effect:"restart" doc:"the first client-certificate identity to register a broker name owns it while its group is live; registrations of that name by other identities are refused"`
+	HTTPAuthScope            string `prop:"httpAuthScope" default:"none" enum:"none|writes|all" effect:"restart" doc:"HTTP endpoints that need a credential (bearer token or admin/read client certificate): none; writes (POST /routes/gate, POST /kv/declared/apply); all (also /metrics and /routes/summary). Health and /rocketmq/* stay open"`
+	HTTPAuthTokenFile        string `prop:"httpAuthTokenFile" default:"" effect:"restart" doc:"file of accepted bearer tokens, one per line (a mounted Secret); re-read when it changes"`
+	HTTPTLSMode              string `prop:"httpTLSMode" default:"disabled" enum:"disabled|permissive|enforcing" effect:"restart" doc:"TLS on the HTTP port with the tls.server.* certificate: disabled; permissive (TLS and plain on one port); enforcing (TLS only). Client certificates are verified when given, never required"`
 }
 
 // Effect says when a change of a property reaches the running server. As in
@@ -410,6 +430,48 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.ExtraPorts(); err != nil {
 		return err
+	}
+	if _, err := c.AuthzPolicy(); err != nil {
+		return err
+	}
+	return c.validateHTTPAuth()
+}
+
+// AuthzPolicy parses the authz* lists; an entry that does not parse is a
+// *ValueError naming its property.
+func (c *Config) AuthzPolicy() (*authz.Policy, error) {
+	p, err := authz.Parse(authz.Config{
+		Broker: authz.Lists{Identities: c.AuthzBrokerIdentities, Networks: c.AuthzBrokerNetworks},
+		Admin:  authz.Lists{Identities: c.AuthzAdminIdentities, Networks: c.AuthzAdminNetworks},
+		Read:   authz.Lists{Identities: c.AuthzReadIdentities, Networks: c.AuthzReadNetworks},
+	})
+	var le *authz.ListError
+	if errors.As(err, &le) {
+		key := authzKeys[le.Role][le.What]
+		value, _ := c.Get(key)
+		return nil, &ValueError{Key: key, Value: value, Err: fmt.Errorf("entry %q: %w", le.Entry, le.Err)}
+	}
+	return p, err
+}
+
+// authzKeys names the property of each role's lists.
+var authzKeys = map[authz.Role]map[string]string{
+	authz.Broker: {"identities": "authzBrokerIdentities", "networks": "authzBrokerNetworks"},
+	authz.Admin:  {"identities": "authzAdminIdentities", "networks": "authzAdminNetworks"},
+	authz.Read:   {"identities": "authzReadIdentities", "networks": "authzReadNetworks"},
+}
+
+// validateHTTPAuth refuses HTTP settings that could not work: a scope no
+// credential can satisfy, or TLS without a certificate.
+func (c *Config) validateHTTPAuth() error {
+	httpTLS := c.HTTPTLSMode != "disabled"
+	if httpTLS && (c.TLSServerCertPath == "" || c.TLSServerKeyPath == "") {
+		return &ValueError{Key: "httpTLSMode", Value: c.HTTPTLSMode,
+			Err: errors.New("TLS on the HTTP port needs tls.server.certPath and tls.server.keyPath")}
+	}
+	if c.HTTPAuthScope != "none" && c.HTTPAuthTokenFile == "" && !(httpTLS && c.TLSServerTrustCertPath != "") {
+		return &ValueError{Key: "httpAuthScope", Value: c.HTTPAuthScope,
+			Err: errors.New("no credential could be accepted: set httpAuthTokenFile, or httpTLSMode with tls.server.trustCertPath for client certificates")}
 	}
 	return nil
 }

@@ -64,6 +64,7 @@ var javaDefaults = map[string]string{
 	"routeGateEnable":         "false",
 	"routeGateTimeoutSeconds": "90",
 	"kvDeclaredFile":          "",
+	"liveBrokersPath":         "",
 
 	"maxConnections":            "10000",
 	"frameReadTimeoutMillis":    "30000",
@@ -76,6 +77,18 @@ var javaDefaults = map[string]string{
 	"tls.server.keyPath":          "",
 	"tls.server.trustCertPath":    "",
 	"tls.server.need.client.auth": "none",
+
+	"authzEnable":              "false",
+	"authzBrokerIdentities":    "",
+	"authzBrokerNetworks":      "",
+	"authzAdminIdentities":     "",
+	"authzAdminNetworks":       "",
+	"authzReadIdentities":      "",
+	"authzReadNetworks":        "",
+	"authzBrokerNameOwnership": "false",
+	"httpAuthScope":            "none",
+	"httpAuthTokenFile":        "",
+	"httpTLSMode":              "disabled",
 }
 
 func setHome(t *testing.T) string {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -45,6 +46,34 @@ func FuzzParseProperties(f *testing.F) {
 		}
 		if text2 := FormatProperties(again); string(text2) != string(text) {
 			t.Fatalf("format not stable: %q then %q", text, text2)
+		}
+	})
+}
+
+// FuzzFormatProperties: any properties, the operator's rendered
+// spec.config or the NameServer's own, read back as written, the last value
+// of a repeated key winning.
+func FuzzFormatProperties(f *testing.F) {
+	f.Add("a", "b", "c", "d", "a", "e")
+	f.Add(" k=:#!", " v=:#!\\", "", "", "\t", "\n\r\f")
+	f.Add("é😀", "\x00\x7f\xff", "\\u0041", "\\", "#", "!")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
+		in := []Property{{k1, v1}, {k2, v2}, {k3, v3}}
+		text := FormatProperties(in)
+		got, err := ParseProperties(text)
+		if err != nil {
+			t.Fatalf("cannot parse formatted %q: %v", text, err)
+		}
+		last := map[string]string{}
+		for _, p := range in {
+			last[p.Key] = p.Value
+		}
+		var want []Property
+		for _, k := range slices.Sorted(maps.Keys(last)) {
+			want = append(want, Property{k, last[k]})
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("formatted %q\nreads back as %q\nwant %q", text, got, want)
 		}
 	})
 }

@@ -283,14 +283,17 @@ func hexDigit(c byte) (rune, bool) {
 
 // FormatProperties renders props as "key=value\n" lines sorted by key, the
 // shape of Java's MixAll.properties2String(props, true) that GET_NAMESRV_CONFIG
-// answers and UPDATE_NAMESRV_CONFIG persists. Unlike Java it escapes what
-// Properties.load would otherwise misread (backslashes, line breaks, leading
-// spaces, separators in keys; docs/protocol.md#properties-format), so
-// ParseProperties, and the Java admin tool, read back exactly props.
-// Characters outside printable ASCII are written as \uXXXX, as
-// Properties.store does, because the Java admin decodes this text as
-// ISO-8859-1; bytes that are not valid UTF-8 are copied as they are. When a
-// key repeats, its last value is kept.
+// answers and UPDATE_NAMESRV_CONFIG persists. It is the one writer of the
+// format: the operator renders spec.config with it too. Unlike Java it
+// escapes what Properties.load would otherwise misread
+// (docs/protocol.md#properties-format), so ParseProperties, and the Java
+// admin tool, read back exactly props: keys as Properties.store escapes
+// them; values too, except that '=', ':', '#' and '!', which store escapes
+// but which cannot end or start anything inside a value, stay raw, as Java's
+// NameServer writes them. Characters outside printable ASCII are written as
+// \uXXXX, as Properties.store does, because the Java admin decodes this text
+// as ISO-8859-1; bytes that are not valid UTF-8 are copied as they are. When
+// a key repeats, its last value is kept.
 func FormatProperties(props []Property) []byte {
 	sorted := make([]Property, 0, len(props))
 	last := make(map[string]int, len(props))

@@ -22,12 +22,18 @@ var ErrParse = errors.New("string2Properties error")
 var ErrBlackListed = errors.New("Can not update config in black list.") //nolint:staticcheck // Java's exact remark.
 
 // alwaysBlackListed are refused whatever configBlackList says: the first
-// four because Java's DefaultRequestProcessor adds them unconditionally, the
+// four because Java's DefaultRequestProcessor adds them unconditionally,
+// liveBrokersPath because, like kvConfigPath, it names a file the
+// NameServer writes, which an unauthenticated request must not choose, the
 // TLS keys because Java reads them from system properties, out of reach of
 // UPDATE_NAMESRV_CONFIG, and an unauthenticated request must not be able to
-// turn TLS off for the next restart.
-var alwaysBlackListed = []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome",
-	"tls.server.mode", "tls.server.certPath", "tls.server.keyPath", "tls.server.trustCertPath", "tls.server.need.client.auth"}
+// turn TLS off for the next restart. The authorization keys likewise: a
+// request must not be able to widen its own grants for the next restart.
+var alwaysBlackListed = []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "liveBrokersPath",
+	"tls.server.mode", "tls.server.certPath", "tls.server.keyPath", "tls.server.trustCertPath", "tls.server.need.client.auth",
+	"authzEnable", "authzBrokerIdentities", "authzBrokerNetworks", "authzAdminIdentities", "authzAdminNetworks",
+	"authzReadIdentities", "authzReadNetworks", "authzBrokerNameOwnership",
+	"httpAuthScope", "httpAuthTokenFile", "httpTLSMode"}
 
 // state is one immutable version of the live configuration.
 type state struct {

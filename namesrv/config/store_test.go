@@ -127,6 +127,7 @@ func TestUpdateBlackList(t *testing.T) {
 		"configStorePath=/tmp/x",
 		"kvConfigPath=/tmp/kv.json",
 		"rocketmqHome=/tmp",
+		"liveBrokersPath=/etc/passwd",
 		"orderMessageEnable=true\nkvConfigPath=/tmp/kv.json",
 		"rocketmqHome=/tmp\norderMessageEnable=true",
 		"listenPort=1", // added through configBlackList below
@@ -136,6 +137,17 @@ func TestUpdateBlackList(t *testing.T) {
 		"tls.server.keyPath=/tmp/evil.key",
 		"tls.server.trustCertPath=/tmp/evil-ca.crt",
 		"tls.server.need.client.auth=none",
+		"authzEnable=false",
+		"authzBrokerIdentities=cn:*",
+		"authzBrokerNetworks=0.0.0.0/0",
+		"authzAdminIdentities=cn:*",
+		"authzAdminNetworks=0.0.0.0/0",
+		"authzReadIdentities=cn:*",
+		"authzReadNetworks=0.0.0.0/0",
+		"authzBrokerNameOwnership=false",
+		"httpAuthScope=none",
+		"httpAuthTokenFile=/tmp/mine",
+		"httpTLSMode=disabled",
 	}
 	for _, body := range tests {
 		t.Run(body, func(t *testing.T) {

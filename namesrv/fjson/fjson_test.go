@@ -2,6 +2,7 @@ package fjson
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,6 +205,35 @@ func TestErrorsNameTheirPath(t *testing.T) {
 	readInts(r)
 	if got, want := r.Err().Error(), `json: "x" is not an integer at a (offset 5)`; got != want {
 		t.Errorf("message %q, want %q", got, want)
+	}
+}
+
+// TestFailIsADecodersError: a decoder's own error is kept like a syntax
+// error, names where it was found and ends the reading.
+func TestFailIsADecodersError(t *testing.T) {
+	r := NewReader([]byte(`{"ids":{"x":"a","1":"b"}}`))
+	var read []string
+	for range r.Members() {
+		for key := range r.Members() {
+			if _, ok := ParseInt(key); !ok {
+				r.Fail("%s is not an id", Quote(key))
+			}
+			s, _ := r.Scalar()
+			read = append(read, string(s))
+		}
+	}
+	if got, want := fmt.Sprint(r.End()), `json: "x" is not an id at ids.x (offset 12)`; got != want {
+		t.Errorf("error %q, want %q", got, want)
+	}
+	if len(read) != 1 || read[0] != "" {
+		t.Errorf("read %q after the failure", read)
+	}
+	if !errors.Is(r.Err(), ErrSyntax) {
+		t.Errorf("%v is not a syntax error", r.Err())
+	}
+	r.Fail("second")
+	if !strings.Contains(r.Err().Error(), "is not an id") {
+		t.Errorf("a later Fail replaced the first error: %v", r.Err())
 	}
 }
 

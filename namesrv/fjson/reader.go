@@ -118,6 +118,12 @@ func (r *Reader) fail(format string, args ...any) {
 	r.pos = len(r.data)
 }
 
+// Fail records a decoder's own finding about well-formed input, such as a
+// map key that is not the integer the decoder needs, as the Reader's error:
+// at the current offset and path, unless an error is recorded already, and
+// with every later read then finding nothing.
+func (r *Reader) Fail(format string, args ...any) { r.fail(format, args...) }
+
 func (r *Reader) pathString() string {
 	var b strings.Builder
 	for i := range min(r.depth, maxPath) {

@@ -69,7 +69,7 @@ func TestDisabledAndNilGatesAreOpen(t *testing.T) {
 		if _, waiting := g.Waiting(); waiting {
 			t.Fatalf("%s gate keeps the server unready", name)
 		}
-		g.Expect([]peerstatus.BrokerKey{key("a")})
+		g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("a")}})
 		g.Stop()
 	}
 }
@@ -88,7 +88,7 @@ func TestGateOpensWhenTheLastExpectedBrokerRegisters(t *testing.T) {
 		t.Fatal("a registration opened the gate before any request")
 	}
 
-	g.Expect([]peerstatus.BrokerKey{key("b"), key("a"), key("c"), key("a")})
+	g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("b"), key("a"), key("c"), key("a")}})
 	st := g.Status()
 	if st.Open || !st.Enabled || st.Expected != 3 || !slices.Equal(st.Missing, []peerstatus.BrokerKey{key("b"), key("c")}) || st.Deadline == nil {
 		t.Fatalf("status %+v", st)
@@ -112,7 +112,7 @@ func TestGateOpensWhenTheLastExpectedBrokerRegisters(t *testing.T) {
 
 	// An open gate stays open, whatever the next request or table says.
 	tb.set(key("a"), false)
-	g.Expect([]peerstatus.BrokerKey{key("a"), key("z")})
+	g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("a"), key("z")}})
 	if g.Closed() {
 		t.Fatal("a request closed an open gate")
 	}
@@ -126,7 +126,7 @@ func TestGateRequestWhoseBrokersAreLiveOpensAtOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g, tb := newGate(t, time.Hour, nil)
 			tb.set(key("a"), true)
-			g.Expect(keys)
+			g.Expect(peerstatus.GateRequest{Expect: keys})
 			if g.Closed() || g.Status().OpenedBy != OpenedByRequest {
 				t.Fatalf("status %+v", g.Status())
 			}
@@ -136,8 +136,8 @@ func TestGateRequestWhoseBrokersAreLiveOpensAtOnce(t *testing.T) {
 
 func TestEachRequestReplacesTheList(t *testing.T) {
 	g, tb := newGate(t, time.Hour, nil)
-	g.Expect([]peerstatus.BrokerKey{key("a"), key("b")})
-	g.Expect([]peerstatus.BrokerKey{key("c")})
+	g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("a"), key("b")}})
+	g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("c")}})
 	tb.register(g, key("a"))
 	tb.register(g, key("b"))
 	if !g.Closed() {
@@ -151,7 +151,7 @@ func TestEachRequestReplacesTheList(t *testing.T) {
 
 func TestABrokerThatLeftAgainKeepsTheGateClosed(t *testing.T) {
 	g, tb := newGate(t, time.Hour, nil)
-	g.Expect([]peerstatus.BrokerKey{key("a"), key("b")})
+	g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("a"), key("b")}})
 	tb.register(g, key("a"))
 	tb.set(key("a"), false) // evicted again
 	tb.register(g, key("b"))
@@ -170,7 +170,7 @@ func TestABrokerThatLeftAgainKeepsTheGateClosed(t *testing.T) {
 func TestGateOpensByTimeout(t *testing.T) {
 	var logs logcapture.Buffer
 	g, _ := newGate(t, 50*time.Millisecond, &logs)
-	g.Expect([]peerstatus.BrokerKey{key("a")})
+	g.Expect(peerstatus.GateRequest{Expect: []peerstatus.BrokerKey{key("a")}})
 	deadline := time.Now().Add(5 * time.Second)
 	for g.Closed() {
 		if time.Now().After(deadline) {
@@ -192,7 +192,7 @@ func TestMissingIsBounded(t *testing.T) {
 	for i := range 3 * peerstatus.MaxListed {
 		keys = append(keys, key(fmt.Sprintf("10.0.0.%d:10911", i)))
 	}
-	g.Expect(keys)
+	g.Expect(peerstatus.GateRequest{Expect: keys})
 	if st := g.Status(); st.Expected != len(keys) || len(st.Missing) != peerstatus.MaxListed {
 		t.Fatalf("expected %d, missing listed %d", st.Expected, len(st.Missing))
 	}
@@ -222,7 +222,7 @@ func TestConcurrentRequestsAndRegistrations(t *testing.T) {
 	for _, k := range keys {
 		wg.Go(func() { tb.register(g, k) })
 	}
-	wg.Go(func() { g.Expect(keys) })
+	wg.Go(func() { g.Expect(peerstatus.GateRequest{Expect: keys}) })
 	wg.Go(func() { g.Status() })
 	wg.Wait()
 	// Whatever the interleaving, every broker is live and the request is

@@ -5,6 +5,12 @@
 // follow NameServer list changes without restarts, and the peer-status API
 // (namesrv/peerstatus) through which the operator compares NameServers,
 // opens their start-up route gate and re-applies their declared KV config.
+//
+// The endpoints that change state, and optionally those that read it, can
+// require a credential (Auth: a bearer token from a file, or a client
+// certificate holding the admin or read role), and the port can serve TLS
+// next to or instead of plain HTTP (SniffTLS); health and the address
+// server always stay open (docs/security.md#http).
 package httpapi
 
 import (
@@ -64,7 +70,10 @@ type Options struct {
 	Gate     func(peerstatus.GateRequest) peerstatus.Summary
 	ApplyKV  func() (peerstatus.KVStatus, bool)
 	Gatherer prometheus.Gatherer
-	Logger   *slog.Logger
+	// Auth checks the credentials of the endpoints its scope covers; nil
+	// leaves every endpoint open.
+	Auth   *Auth
+	Logger *slog.Logger
 }
 
 // Handler serves /healthz, /readyz, /metrics, /rocketmq/{subgroup} and the
@@ -74,6 +83,14 @@ type Handler struct {
 	opts        Options
 	addrs       addressFile
 	brokerAddrs addressFile
+	endpoints   []Endpoint
+	refusals    refusalLog
+}
+
+// Endpoint is one route of the handler and what it serves.
+type Endpoint struct {
+	Method, Path string
+	Access       Access
 }
 
 // New returns the HTTP handler.
@@ -86,21 +103,36 @@ func New(o Options) *Handler {
 	}
 	h := &Handler{mux: http.NewServeMux(), opts: o,
 		addrs: addressFile{log: o.Logger, what: "NameServer address list"}, brokerAddrs: addressFile{log: o.Logger, what: "broker NameServer address list"}}
-	h.mux.HandleFunc("GET /healthz", h.healthz)
-	h.mux.HandleFunc("GET /readyz", h.readyz)
-	h.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)}))
-	h.mux.HandleFunc("GET /rocketmq/{subgroup}", h.addresses)
+	metrics := promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)})
+	h.handle(http.MethodGet, "/healthz", Open, h.healthz)
+	h.handle(http.MethodGet, "/readyz", Open, h.readyz)
+	h.handle(http.MethodGet, "/metrics", Read, metrics.ServeHTTP)
+	h.handle(http.MethodGet, "/rocketmq/{subgroup}", Open, h.addresses)
 	if o.Summary != nil {
-		h.mux.HandleFunc("GET "+peerstatus.SummaryPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, o.Summary()) })
+		h.handle(http.MethodGet, peerstatus.SummaryPath, Read, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, o.Summary()) })
 	}
 	if o.Gate != nil {
-		h.mux.HandleFunc("POST "+peerstatus.GatePath, h.gate)
+		h.handle(http.MethodPost, peerstatus.GatePath, Write, h.gate)
 	}
 	if o.ApplyKV != nil {
-		h.mux.HandleFunc("POST "+peerstatus.KVApplyPath, h.applyKV)
+		h.handle(http.MethodPost, peerstatus.KVApplyPath, Write, h.applyKV)
 	}
 	return h
 }
+
+// handle registers an endpoint, guarded by the credential check when its
+// access needs one (Auth).
+func (h *Handler) handle(method, path string, access Access, f http.HandlerFunc) {
+	h.endpoints = append(h.endpoints, Endpoint{Method: method, Path: path, Access: access})
+	h.mux.HandleFunc(method+" "+path, h.guard(access, path, f))
+}
+
+// Endpoints lists the routes the handler serves.
+func (h *Handler) Endpoints() []Endpoint { return h.endpoints }
+
+// GuardedPaths are the paths that may refuse a request for want of a
+// credential, for exporters that resolve their series up front.
+var GuardedPaths = []string{"/metrics", peerstatus.SummaryPath, peerstatus.GatePath, peerstatus.KVApplyPath}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
@@ -146,7 +178,8 @@ func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // gate is POST /routes/gate. It can only open a gate, never close one, so
-// the unauthenticated port cannot take a NameServer out of service.
+// even without a credential check (httpAuthScope=none) the port cannot
+// take a NameServer out of service.
 func (h *Handler) gate(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, maxGateRequest)
 	if err != nil {
@@ -163,7 +196,7 @@ func (h *Handler) gate(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, err.Error()+"\n")
 		return
 	}
-	h.opts.Logger.Info("route gate request", "remote", r.RemoteAddr, "expect", len(req.Expect))
+	h.opts.Logger.Info("route gate request", "remote", r.RemoteAddr, "expect", len(req.Expect), "waitSeconds", req.WaitSeconds)
 	writeJSON(w, h.opts.Gate(req))
 }
 
@@ -179,7 +212,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 func decodeGateRequest(body []byte) (peerstatus.GateRequest, error) {
 	var req peerstatus.GateRequest
 	if len(bytes.TrimSpace(body)) == 0 {
-		return req, errors.New(`empty gate request: want a JSON object {"expect":[{"cluster":...,"addr":...}]}`)
+		return req, errors.New(`empty gate request: want a JSON object {"expect":[{"cluster":...,"addr":...}],"waitSeconds":...}`)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -193,6 +226,9 @@ func decodeGateRequest(body []byte) (peerstatus.GateRequest, error) {
 		if k.Cluster == "" || k.Addr == "" {
 			return peerstatus.GateRequest{}, fmt.Errorf("gate request: expect[%d] needs both cluster and addr", i)
 		}
+	}
+	if req.WaitSeconds < 0 || req.WaitSeconds > peerstatus.MaxGateWaitSeconds {
+		return peerstatus.GateRequest{}, fmt.Errorf("gate request: waitSeconds %d out of range, want 0 to %d", req.WaitSeconds, peerstatus.MaxGateWaitSeconds)
 	}
 	return req, nil
 }

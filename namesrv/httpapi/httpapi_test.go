@@ -50,9 +50,18 @@ func TestDecodeGateRequest(t *testing.T) {
 	if !reflect.DeepEqual(req, want) {
 		t.Fatalf("decoded %+v", req)
 	}
-	for _, empty := range []string{`{"expect":[]}`, `{"expect":null}`, `{}`} {
-		if req, err := decodeGateRequest([]byte(empty)); err != nil || len(req.Expect) != 0 {
+	for _, empty := range []string{`{"expect":[]}`, `{"expect":null}`, `{}`, `{"waitSeconds":0}`} {
+		if req, err := decodeGateRequest([]byte(empty)); err != nil || len(req.Expect) != 0 || req.WaitSeconds != 0 {
 			t.Fatalf("%s: %+v, %v", empty, req, err)
+		}
+	}
+	for body, want := range map[string]int{
+		`{"expect":[],"waitSeconds":45}`:   45,
+		`{"waitSeconds":1}`:                1,
+		`{"expect":[],"waitSeconds":3600}`: peerstatus.MaxGateWaitSeconds,
+	} {
+		if req, err := decodeGateRequest([]byte(body)); err != nil || req.WaitSeconds != want {
+			t.Fatalf("%s: %+v, %v", body, req, err)
 		}
 	}
 	tests := []struct{ name, body, want string }{
@@ -68,6 +77,12 @@ func TestDecodeGateRequest(t *testing.T) {
 		{"no cluster", `{"expect":[{"addr":"a"}]}`, "expect[0] needs both cluster and addr"},
 		{"empty addr", `{"expect":[{"cluster":"c","addr":"a"},{"cluster":"c","addr":""}]}`, "expect[1]"},
 		{"addr a number", `{"expect":[{"cluster":"c","addr":1}]}`, "not a valid JSON"},
+		{"negative wait", `{"expect":[],"waitSeconds":-1}`, "waitSeconds -1 out of range, want 0 to 3600"},
+		{"absurd wait", `{"expect":[],"waitSeconds":86400}`, "waitSeconds 86400 out of range"},
+		{"wait in milliseconds", `{"waitSeconds":45000}`, "out of range"},
+		{"fractional wait", `{"waitSeconds":1.5}`, "not a valid JSON"},
+		{"wait a string", `{"waitSeconds":"45"}`, "not a valid JSON"},
+		{"wait beyond int", `{"waitSeconds":99999999999999999999}`, "not a valid JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,10 +100,15 @@ func FuzzDecodeGateRequest(f *testing.F) {
 	f.Add([]byte(`{"expect":[]}`))
 	f.Add([]byte(`{"expect":null} `))
 	f.Add([]byte(`{"expect":[{"cluster":"\u00e9","addr":"\ud800"}]}}`))
+	f.Add([]byte(`{"expect":[],"waitSeconds":45}`))
+	f.Add([]byte(`{"waitSeconds":-2147483649}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeGateRequest(body)
 		if err != nil {
 			return
+		}
+		if req.WaitSeconds < 0 || req.WaitSeconds > peerstatus.MaxGateWaitSeconds {
+			t.Fatalf("accepted waitSeconds %d", req.WaitSeconds)
 		}
 		for _, k := range req.Expect {
 			if k.Cluster == "" || k.Addr == "" {
@@ -100,7 +120,7 @@ func FuzzDecodeGateRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		again, err := decodeGateRequest(enc)
-		if err != nil || len(again.Expect) != len(req.Expect) {
+		if err != nil || len(again.Expect) != len(req.Expect) || again.WaitSeconds != req.WaitSeconds {
 			t.Fatalf("round trip of %s: %+v, %v", enc, again, err)
 		}
 	})
@@ -128,6 +148,12 @@ func TestGateEndpoint(t *testing.T) {
 	if code, _, body := do(t, h, "POST", peerstatus.GatePath, `{"expect":[{"cluster":"c"}]}`); code != 400 || !strings.Contains(body, "needs both cluster and addr") {
 		t.Fatalf("bad request: %d %s", code, body)
 	}
+	if code, _, body := do(t, h, "POST", peerstatus.GatePath, `{"expect":[],"waitSeconds":-5}`); code != 400 || !strings.Contains(body, "waitSeconds -5 out of range") {
+		t.Fatalf("negative wait: %d %s", code, body)
+	}
+	if code, _, _ := do(t, h, "POST", peerstatus.GatePath, `{"expect":[],"waitSeconds":45}`); code != 200 || len(got) != 2 || got[1].WaitSeconds != 45 {
+		t.Fatalf("wait request: %d %+v", code, got)
+	}
 	big := `{"expect":[` + strings.Repeat(`{"cluster":"c","addr":"a:1"},`, maxGateRequest/28) + `{"cluster":"c","addr":"a:1"}]}`
 	if code, _, body := do(t, h, "POST", peerstatus.GatePath, big); code != 413 {
 		t.Fatalf("a body over 1 MiB: %d %s", code, body)
@@ -135,7 +161,7 @@ func TestGateEndpoint(t *testing.T) {
 	if code, _, _ := do(t, h, "GET", peerstatus.GatePath, ""); code != 405 {
 		t.Fatalf("GET on the gate: %d", code)
 	}
-	if len(got) != 1 {
+	if len(got) != 2 {
 		t.Fatalf("refused requests reached the gate: %+v", got)
 	}
 }

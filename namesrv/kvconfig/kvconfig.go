@@ -35,9 +35,12 @@ const OrderTopicConfigNamespace = "ORDER_TOPIC_CONFIG"
 
 // Options configures a Store.
 type Options struct {
-	// OnChange runs after every successful Put and Delete, with the key's new
-	// value (present false when it has none). Calls arrive in the order the
-	// writes were applied. It runs after the store's write lock is released,
+	// OnChange runs after every successful Put and Delete, and for each
+	// change an Apply made, with the key's new value (present false when it
+	// has none). Calls arrive in the order the writes were applied. Open
+	// does not call it for what it loads: code that derives state from the
+	// store must read the store (Get), the callback only says when to read
+	// again. It runs after the store's write lock is released,
 	// so it may call Get, KVTable, Entries and Namespaces; it must not call
 	// Put or Delete (they wait for it), nor should code that holds a lock
 	// OnChange takes call Put or Delete.

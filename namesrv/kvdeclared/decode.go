@@ -17,7 +17,8 @@ const MaxFileSize = 4 << 20
 // Decode parses a declared-KV file (peerstatus.KVFile). It is strict: the
 // operator and the NameServer ship in one image, so an unknown field is a
 // file this NameServer would misread, not one to half-apply. It refuses
-// unknown fields, trailing data, a policy other than Owned or Additive,
+// unknown fields, trailing data, a policy other than Owned, Exclusive or
+// Additive,
 // empty namespace or key names, and a key both declared and removed.
 func Decode(data []byte) (*peerstatus.KVFile, error) {
 	if len(data) > MaxFileSize {
@@ -36,11 +37,11 @@ func Decode(data []byte) (*peerstatus.KVFile, error) {
 		return nil, errors.New("declared KV file has data after its JSON object")
 	}
 	switch f.Policy {
-	case peerstatus.PolicyOwned, peerstatus.PolicyAdditive:
+	case peerstatus.PolicyOwned, peerstatus.PolicyExclusive, peerstatus.PolicyAdditive:
 	case "":
-		return nil, fmt.Errorf("declared KV file has no policy (want %s or %s)", peerstatus.PolicyOwned, peerstatus.PolicyAdditive)
+		return nil, fmt.Errorf("declared KV file has no policy (want %s, %s or %s)", peerstatus.PolicyOwned, peerstatus.PolicyExclusive, peerstatus.PolicyAdditive)
 	default:
-		return nil, fmt.Errorf("declared KV file has policy %q, want %s or %s", f.Policy, peerstatus.PolicyOwned, peerstatus.PolicyAdditive)
+		return nil, fmt.Errorf("declared KV file has policy %q, want %s, %s or %s", f.Policy, peerstatus.PolicyOwned, peerstatus.PolicyExclusive, peerstatus.PolicyAdditive)
 	}
 	for ns, kv := range f.ConfigTable {
 		if ns == "" {

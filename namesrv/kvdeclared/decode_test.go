@@ -28,6 +28,9 @@ func TestDecode(t *testing.T) {
 	if f, err := Decode([]byte(`{"policy":"Additive","configTable":null}`)); err != nil || f.Policy != "Additive" || f.ConfigTable != nil {
 		t.Fatalf("an empty declaration: %+v, %v", f, err)
 	}
+	if f, err := Decode([]byte(`{"policy":"Exclusive"}`)); err != nil || f.Policy != peerstatus.PolicyExclusive {
+		t.Fatalf("an Exclusive declaration: %+v, %v", f, err)
+	}
 
 	tests := []struct {
 		name, file, want string

@@ -8,7 +8,8 @@
 // the KV store's normal write path, so it is durable and reaches route
 // answers (ORDER_TOPIC_CONFIG), and writes only what differs:
 //
-//   - Owned: every declared key gets its value, and every other key of a
+//   - Owned: every declared key gets its value; other keys are left alone.
+//   - Exclusive: every declared key gets its value, and every other key of a
 //     declared namespace is deleted.
 //   - Additive: declared keys absent from the store are written; a key that
 //     holds another value is left alone and reported; nothing undeclared is
@@ -214,16 +215,16 @@ func (d *Declared) fail(err error, always bool) {
 // apply writes what differs between the store and decl, in one batch.
 func (d *Declared) apply(decl *peerstatus.KVFile) error {
 	var changes []kvconfig.Change
-	op := kvconfig.OpSetIfAbsent
-	if decl.Policy == peerstatus.PolicyOwned {
-		op = kvconfig.OpSet
+	op := kvconfig.OpSet
+	if decl.Policy == peerstatus.PolicyAdditive {
+		op = kvconfig.OpSetIfAbsent
 	}
 	for _, ns := range slices.Sorted(maps.Keys(decl.ConfigTable)) {
 		kv := decl.ConfigTable[ns]
 		for _, k := range slices.Sorted(maps.Keys(kv)) {
 			changes = append(changes, kvconfig.Change{Namespace: ns, Key: k, Value: kv[k], Op: op})
 		}
-		if decl.Policy != peerstatus.PolicyOwned {
+		if decl.Policy != peerstatus.PolicyExclusive {
 			continue
 		}
 		cur, _ := d.store.Namespace(ns)
@@ -283,12 +284,12 @@ func (d *Declared) statusLocked() peerstatus.KVStatus {
 // InSync is Status().InSync.
 func (d *Declared) InSync() bool { return d.Status().InSync }
 
-// inSync: Owned asks for no drift at all; Additive only that declared keys
-// exist and removed keys do not, so a key set by hand to another value
-// ("differs") is reported but does not count.
+// inSync: Owned and Exclusive ask for no drift at all; Additive only that
+// declared keys exist and removed keys do not, so a key set by hand to
+// another value ("differs") is reported but does not count.
 func inSync(policy string, drift []peerstatus.KVDrift) bool {
 	for _, dr := range drift {
-		if policy == peerstatus.PolicyOwned || dr.Reason != peerstatus.DriftDiffers {
+		if policy != peerstatus.PolicyAdditive || dr.Reason != peerstatus.DriftDiffers {
 			return false
 		}
 	}
@@ -312,7 +313,7 @@ func (d *Declared) drift(decl *peerstatus.KVFile) []peerstatus.KVDrift {
 				add(ns, k, peerstatus.DriftDiffers)
 			}
 		}
-		if decl.Policy == peerstatus.PolicyOwned {
+		if decl.Policy == peerstatus.PolicyExclusive {
 			for k := range cur {
 				if _, declared := kv[k]; !declared {
 					add(ns, k, peerstatus.DriftUndeclared)

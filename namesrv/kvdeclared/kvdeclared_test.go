@@ -137,8 +137,20 @@ func TestPolicies(t *testing.T) {
 		driftAfter  []peerstatus.KVDrift
 	}{
 		{
-			name:   "Owned enforces values and deletes undeclared keys of its namespaces",
+			name:   "Owned enforces values and leaves undeclared keys alone",
 			policy: peerstatus.PolicyOwned,
+			want: map[string]map[string]string{
+				"NS":    {"same": "1", "old": "new", "hand": "mine", "added": "a"},
+				"OTHER": {"stays": "y"},
+				"HAND":  {"k": "v"},
+			},
+			wantChanges: []string{"NS/added=a,true", "NS/old=new,true", "OTHER/gone=,false"},
+			stats:       Stats{Applied: 1, Written: 2, Deleted: 1},
+			inSync:      true,
+		},
+		{
+			name:   "Exclusive enforces values and deletes undeclared keys of its namespaces",
+			policy: peerstatus.PolicyExclusive,
 			want: map[string]map[string]string{
 				"NS":    {"same": "1", "old": "new", "added": "a"},
 				"OTHER": {"stays": "y"},
@@ -205,7 +217,7 @@ func TestPolicies(t *testing.T) {
 
 func TestDriftMadeByHandIsReportedThenCorrected(t *testing.T) {
 	fx := newFixture(t, nil)
-	fx.publish(t, encode(t, peerstatus.KVFile{Policy: peerstatus.PolicyOwned,
+	fx.publish(t, encode(t, peerstatus.KVFile{Policy: peerstatus.PolicyExclusive,
 		ConfigTable: map[string]map[string]string{"NS": {"a": "1", "b": "2"}},
 		Removed:     map[string][]string{"OTHER": {"r"}}}))
 	if st := fx.d.Apply(); !st.InSync {

@@ -1,8 +1,9 @@
 // Package metrics exports the NameServer's Prometheus metrics: requests by
 // code and result with latency histograms, connections, hits of the
 // connection limits, the TLS certificate in use, the sizes and events of
-// the route table and the KV store, the start-up route gate and the
-// declared KV config (the Java NameServer exports none).
+// the route table and the KV store, the start-up route gate, the record of
+// live brokers, the declared KV config, and the requests authorization
+// refused (the Java NameServer exports none).
 //
 // Per-request counting is on the route-query hot path, so every label
 // combination of a known request and response code is resolved once at
@@ -18,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kube-namesrv/kube-namesrv/internal/version"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/kvdeclared"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/liverecord"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/remoting"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/route"
@@ -28,33 +31,15 @@ import (
 
 const namespace = "rocketmq_namesrv"
 
-// requestNames are the request codes the NameServer answers; anything else
-// is counted as "other".
-var requestNames = map[int32]string{
-	protocol.PutKVConfig:                   "PUT_KV_CONFIG",
-	protocol.GetKVConfig:                   "GET_KV_CONFIG",
-	protocol.DeleteKVConfig:                "DELETE_KV_CONFIG",
-	protocol.RegisterBroker:                "REGISTER_BROKER",
-	protocol.UnregisterBroker:              "UNREGISTER_BROKER",
-	protocol.GetRouteInfoByTopic:           "GET_ROUTEINFO_BY_TOPIC",
-	protocol.GetBrokerClusterInfo:          "GET_BROKER_CLUSTER_INFO",
-	protocol.WipeWritePermOfBroker:         "WIPE_WRITE_PERM_OF_BROKER",
-	protocol.GetAllTopicListFromNameserver: "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
-	protocol.DeleteTopicInNamesrv:          "DELETE_TOPIC_IN_NAMESRV",
-	protocol.RegisterTopicInNamesrv:        "REGISTER_TOPIC_IN_NAMESRV",
-	protocol.GetKVListByNamespace:          "GET_KVLIST_BY_NAMESPACE",
-	protocol.GetTopicsByCluster:            "GET_TOPICS_BY_CLUSTER",
-	protocol.GetSystemTopicListFromNS:      "GET_SYSTEM_TOPIC_LIST_FROM_NS",
-	protocol.GetUnitTopicList:              "GET_UNIT_TOPIC_LIST",
-	protocol.GetHasUnitSubTopicList:        "GET_HAS_UNIT_SUB_TOPIC_LIST",
-	protocol.GetHasUnitSubUnunitTopicList:  "GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST",
-	protocol.UpdateNamesrvConfig:           "UPDATE_NAMESRV_CONFIG",
-	protocol.GetNamesrvConfig:              "GET_NAMESRV_CONFIG",
-	protocol.QueryDataVersion:              "QUERY_DATA_VERSION",
-	protocol.AddWritePermOfBroker:          "ADD_WRITE_PERM_OF_BROKER",
-	protocol.GetBrokerMemberGroup:          "GET_BROKER_MEMBER_GROUP",
-	protocol.BrokerHeartbeat:               "BROKER_HEARTBEAT",
-}
+// requestNames are the request codes the NameServer answers (authz.Codes);
+// anything else is counted as "other".
+var requestNames = func() map[int32]string {
+	m := make(map[int32]string, len(authz.Codes))
+	for _, c := range authz.Codes {
+		m[c.Code] = c.Name
+	}
+	return m
+}()
 
 // resultNames are the response codes the NameServer produces.
 var resultNames = map[int32]string{
@@ -90,8 +75,27 @@ type Metrics struct {
 	limitHits   *prometheus.CounterVec
 	limits      map[remoting.Limit]prometheus.Counter
 
+	authzRefusals  *prometheus.CounterVec
+	refusedByCode  map[int32]prometheus.Counter
+	refusedOther   prometheus.Counter
+	ownerRefusals  *prometheus.CounterVec
+	ownerByCode    map[int32]prometheus.Counter
+	httpRefusals   *prometheus.CounterVec
+	httpByPathWhy  map[[2]string]prometheus.Counter
+	httpRefusedAny prometheus.Counter
+
 	collectors []prometheus.Collector
 }
+
+// HTTP refusal reasons, the reason label of http_auth_refusals_total.
+const (
+	// HTTPMissing: no credential was presented.
+	HTTPMissing = "missing"
+	// HTTPInvalid: a bearer token that is not accepted.
+	HTTPInvalid = "invalid"
+	// HTTPForbidden: a verified client certificate without the role.
+	HTTPForbidden = "forbidden"
+)
 
 // Sources are the state the gauges read at scrape time.
 type Sources struct {
@@ -104,6 +108,15 @@ type Sources struct {
 	// Declared applies the declared-KV file; nil when none is configured,
 	// and then its series are absent.
 	Declared *kvdeclared.Declared
+	// Record keeps the record of live brokers; nil: none.
+	Record *liverecord.Recorder
+	// AuthzEnabled says whether remoting requests are authorized by role.
+	AuthzEnabled bool
+	// Owners records broker-name ownership; nil when it is off.
+	Owners *authz.Owners
+	// HTTPPaths are the HTTP paths that may refuse requests, whose refusal
+	// series are resolved up front.
+	HTTPPaths []string
 }
 
 // New builds the metrics; register them with Register.
@@ -136,6 +149,7 @@ func New(src Sources) *Metrics {
 	for code, name := range requestNames {
 		m.codes[code] = m.resolve(name, strconv.Itoa(int(code)))
 	}
+	m.resolveRefusals(src.HTTPPaths)
 	m.unknownCode = m.resolve(other, other)
 	for _, r := range remoting.CloseReasons {
 		m.closed[r] = m.connsClosed.WithLabelValues(string(r))
@@ -154,7 +168,14 @@ func New(src Sources) *Metrics {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)
 	}
 	m.collectors = []prometheus.Collector{
-		m.requests, m.durations, m.connsOpen, m.connsClosed, m.limitHits,
+		m.requests, m.durations, m.connsOpen, m.connsClosed, m.limitHits, m.authzRefusals, m.ownerRefusals, m.httpRefusals,
+		gauge("authz_enabled", "1 when remoting requests are authorized by role (authzEnable), 0 when every peer may send every request.",
+			func() float64 {
+				if src.AuthzEnabled {
+					return 1
+				}
+				return 0
+			}),
 		gauge("brokers_live", "Broker addresses in the live table.", stats(func(s route.Stats) float64 { return float64(s.LiveBrokers) })),
 		gauge("clusters", "Clusters with at least one broker group.", stats(func(s route.Stats) float64 { return float64(s.Clusters) })),
 		gauge("topics", "Topics with queue data.", stats(func(s route.Stats) float64 { return float64(s.Topics) })),
@@ -201,10 +222,22 @@ func New(src Sources) *Metrics {
 			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "deleted"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Deleted })),
 		)
 	}
+	if r := src.Record; r != nil {
+		help := "Writes of the record of live brokers (liveBrokersPath), by result."
+		m.collectors = append(m.collectors,
+			counter("live_brokers_record_writes_total", help, prometheus.Labels{"result": "ok"}, func() float64 { return float64(r.Stats().Written) }),
+			counter("live_brokers_record_writes_total", help, prometheus.Labels{"result": "error"}, func() float64 { return float64(r.Stats().Failed) }),
+		)
+	}
 	for _, why := range []route.EvictReason{route.EvictUnregister, route.EvictClosed, route.EvictExpired} {
 		m.collectors = append(m.collectors, counter("broker_evictions_total",
 			"Brokers removed from the live table, by reason.", prometheus.Labels{"reason": string(why)},
 			stats(func(s route.Stats) float64 { return float64(s.Evictions[why]) })))
+	}
+	if o := src.Owners; o != nil {
+		m.collectors = append(m.collectors, gauge("authz_broker_names_owned",
+			"Broker names whose owning client-certificate identity is recorded (authzBrokerNameOwnership).",
+			func() float64 { return float64(o.Len()) }))
 	}
 	if tc := src.TLS; tc != nil {
 		m.collectors = append(m.collectors,
@@ -217,6 +250,65 @@ func New(src Sources) *Metrics {
 		)
 	}
 	return m
+}
+
+// resolveRefusals builds the refusal counters: remoting refusals by code
+// and the role it needs, ownership refusals by code, HTTP refusals by path
+// and reason.
+func (m *Metrics) resolveRefusals(httpPaths []string) {
+	m.authzRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "authz_refusals_total",
+		Help: "Remoting requests refused with NO_PERMISSION because the peer lacked the role their code needs, by request code and role.",
+	}, []string{"request", "code", "role"})
+	m.ownerRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "authz_ownership_refusals_total",
+		Help: "Registrations, unregistrations and topic registrations refused because another client-certificate identity owns the broker name, by request code.",
+	}, []string{"request", "code"})
+	m.httpRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "http_auth_refusals_total",
+		Help: "HTTP requests refused for want of a credential (missing), with a bearer token not accepted (invalid), or with a client certificate lacking the role (forbidden), by path.",
+	}, []string{"path", "reason"})
+	m.refusedByCode, m.ownerByCode, m.httpByPathWhy = map[int32]prometheus.Counter{}, map[int32]prometheus.Counter{}, map[[2]string]prometheus.Counter{}
+	for _, c := range authz.Codes {
+		code := strconv.Itoa(int(c.Code))
+		m.refusedByCode[c.Code] = m.authzRefusals.WithLabelValues(c.Name, code, c.Role.String())
+		if c.Role == authz.Broker {
+			m.ownerByCode[c.Code] = m.ownerRefusals.WithLabelValues(c.Name, code)
+		}
+	}
+	m.refusedOther = m.authzRefusals.WithLabelValues(other, other, authz.Read.String())
+	for _, path := range httpPaths {
+		for _, why := range []string{HTTPMissing, HTTPInvalid, HTTPForbidden} {
+			m.httpByPathWhy[[2]string{path, why}] = m.httpRefusals.WithLabelValues(path, why)
+		}
+	}
+	m.httpRefusedAny = m.httpRefusals.WithLabelValues(other, other)
+}
+
+// AuthzRefused implements processor.Refusals.
+func (m *Metrics) AuthzRefused(code int32, _ authz.Role) {
+	if c, ok := m.refusedByCode[code]; ok {
+		c.Inc()
+		return
+	}
+	m.refusedOther.Inc()
+}
+
+// OwnershipRefused implements processor.Refusals.
+func (m *Metrics) OwnershipRefused(code int32) {
+	if c, ok := m.ownerByCode[code]; ok {
+		c.Inc()
+	}
+}
+
+// HTTPRefused counts an HTTP request refused for reason (HTTPMissing,
+// HTTPInvalid or HTTPForbidden).
+func (m *Metrics) HTTPRefused(path, reason string) {
+	if c, ok := m.httpByPathWhy[[2]string{path, reason}]; ok {
+		c.Inc()
+		return
+	}
+	m.httpRefusedAny.Inc()
 }
 
 func (m *Metrics) resolve(name, code string) *perCode {

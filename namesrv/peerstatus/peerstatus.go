@@ -98,9 +98,14 @@ type Gate struct {
 	Enabled bool `json:"enabled"`
 	Open    bool `json:"open"`
 	// OpenedBy says what opened it: "request" (a gate request's brokers
-	// were all live), "timeout", or "" while closed or disabled.
+	// were all live), "wait" (a request's WaitSeconds after start passed
+	// first), "timeout" (routeGateTimeoutSeconds passed first), or "" while
+	// closed or disabled.
 	OpenedBy string `json:"openedBy,omitempty"`
-	// Deadline is when a closed gate opens by itself.
+	// Deadline is when a closed gate opens if no broker registers or
+	// leaves: the latest request's WaitSeconds or the timeout after start,
+	// whichever comes first, but not before WarmUpUntil; or WarmUpUntil
+	// when the request is met already.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Expected counts the brokers of the latest gate request; Missing are
 	// those of them not live here yet (at most MaxListed).
@@ -138,11 +143,19 @@ type GateRequest struct {
 	WaitSeconds int `json:"waitSeconds,omitempty"`
 }
 
+// MaxGateWaitSeconds bounds GateRequest.WaitSeconds; a request above it,
+// or below 0, is refused. The timeout bounds the wait anyway; this catches
+// a unit mix-up.
+const MaxGateWaitSeconds = 3600
+
 // KV policies of a declared-KV file.
 const (
-	// PolicyOwned: the namespaces of the declaration belong to it; declared
-	// values are enforced and undeclared keys in them are deleted.
+	// PolicyOwned: declared values are enforced; keys the declaration does
+	// not name are left alone (the removed ones excepted).
 	PolicyOwned = "Owned"
+	// PolicyExclusive: the namespaces of the declaration belong to it;
+	// declared values are enforced and undeclared keys in them are deleted.
+	PolicyExclusive = "Exclusive"
 	// PolicyAdditive: declared keys are written where absent; a key that
 	// holds another value is reported, not overwritten; nothing undeclared
 	// is deleted.
@@ -183,7 +196,7 @@ type KVStatus struct {
 	Digest string `json:"digest"`
 	Policy string `json:"policy,omitempty"`
 	// InSync is true when the store holds the declaration exactly as the
-	// policy asks: Owned, no drift at all; Additive, no key missing and no
+	// policy asks: Owned and Exclusive, no drift at all; Additive, no key missing and no
 	// removed key present (a key holding another value is listed as
 	// "differs" but, not being the declaration's to change, does not
 	// count). It is false while Error is set.

@@ -1,22 +1,28 @@
-// Package processor answers NameServer requests: it reads each request code's
-// header fields and body, applies it to the route table, the KV store or the
-// live configuration, and fills in the answer the Java NameServer would give
-// (docs/protocol.md#request-codes; choices where Java has none in
-// docs/compatibility.md).
+// Package processor answers NameServer requests: it checks that the peer
+// holds the role the request code needs (when authorization is on), reads
+// each request code's header fields and body, applies it to the route
+// table, the KV store or the live configuration, and fills in the answer
+// the Java NameServer would give (docs/protocol.md#request-codes; choices
+// where Java has none in docs/compatibility.md; authorization in
+// docs/security.md).
 package processor
 
 import (
+	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
@@ -38,7 +44,30 @@ type Options struct {
 	Started time.Time
 	// Gate is the start-up route gate; nil is always open.
 	Gate *gate.Gate
+	// Policy authorizes every request by the role its code needs; nil
+	// serves every peer everything, as Java does.
+	Policy *authz.Policy
+	// Owners, when set, refuses registrations, unregistrations and topic
+	// registrations of a broker name owned by another identity.
+	Owners *authz.Owners
+	// Refusals hears of refused requests, for metrics; nil: nobody.
+	Refusals Refusals
 }
+
+// Refusals counts refused requests.
+type Refusals interface {
+	// AuthzRefused: the peer lacked role, which code needs.
+	AuthzRefused(code int32, role authz.Role)
+	// OwnershipRefused: the peer acted on a broker name another identity
+	// owns.
+	OwnershipRefused(code int32)
+}
+
+type noRefusals struct{}
+
+func (noRefusals) AuthzRefused(int32, authz.Role) {}
+
+func (noRefusals) OwnershipRefused(int32) {}
 
 // Processor is a remoting.Handler for every NameServer request code.
 type Processor struct {
@@ -48,6 +77,9 @@ type Processor struct {
 	log     *slog.Logger
 	started time.Time
 	gate    *gate.Gate
+	policy  *authz.Policy
+	owners  *authz.Owners
+	refused Refusals
 	// draining is set once the server shuts down: connections then close
 	// one after another, and evicting the brokers of the first ones would
 	// make the requests still being answered on the others miss routes.
@@ -63,6 +95,9 @@ func New(o Options) *Processor {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Refusals == nil {
+		o.Refusals = noRefusals{}
+	}
 	return &Processor{
 		routes:  o.Routes,
 		kv:      o.KV,
@@ -70,6 +105,9 @@ func New(o Options) *Processor {
 		log:     o.Logger,
 		started: o.Started,
 		gate:    o.Gate,
+		policy:  o.Policy,
+		owners:  o.Owners,
+		refused: o.Refusals,
 	}
 }
 
@@ -95,6 +133,13 @@ type conn interface {
 	// request.
 	Mark()
 	Marked() bool
+	// Who the peer is, for authorization.
+	PeerAddr() netip.AddrPort
+	PeerCertificate() *x509.Certificate
+	Internal() bool
+	// Tag caches the peer's grants (see authorized).
+	Tag() uint64
+	SetTag(uint64)
 }
 
 // Serve implements remoting.Handler.
@@ -103,6 +148,9 @@ func (p *Processor) Serve(c *remoting.Conn, req *remoting.Command, resp *remotin
 }
 
 func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response) {
+	if p.policy != nil && !permits(c.Tag(), req.Code) && !p.authorized(c, req, resp) {
+		return
+	}
 	var err error
 	switch req.Code {
 	case protocol.GetRouteInfoByTopic:
@@ -116,7 +164,7 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 		err = p.registerBroker(c, req, resp)
 	case protocol.UnregisterBroker:
 		c.Mark()
-		err = p.unregisterBroker(req)
+		err = p.unregisterBroker(c, req, resp)
 	case protocol.GetBrokerClusterInfo:
 		resp.Body = p.routes.ClusterInfo()
 	case protocol.QueryDataVersion:
@@ -130,7 +178,7 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 		err = p.brokerMemberGroup(req, resp)
 	case protocol.RegisterTopicInNamesrv:
 		c.Mark()
-		err = p.registerTopic(req)
+		err = p.registerTopic(c, req, resp)
 	case protocol.PutKVConfig:
 		err = p.putKV(req, resp)
 	case protocol.GetKVConfig:
@@ -149,7 +197,7 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 			resp.Fail(protocol.SystemError, remarkDisabled)
 			return
 		}
-		resp.Body = body.AppendTopicList(nil, p.routes.AllTopics(), "")
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: p.routes.AllTopics()})
 	case protocol.DeleteTopicInNamesrv:
 		err = p.deleteTopic(req)
 	case protocol.GetTopicsByCluster:
@@ -159,16 +207,16 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 		}
 		var h header.GetTopicsByCluster
 		h.Decode(req)
-		resp.Body = body.AppendTopicList(nil, p.routes.TopicsByCluster(h.Cluster), "")
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: p.routes.TopicsByCluster(h.Cluster)})
 	case protocol.GetSystemTopicListFromNS:
 		topics, addr := p.routes.SystemTopics()
-		resp.Body = body.AppendTopicList(nil, topics, addr)
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: topics, BrokerAddr: addr})
 	case protocol.GetUnitTopicList, protocol.GetHasUnitSubTopicList, protocol.GetHasUnitSubUnunitTopicList:
 		if !p.cfg.Load().EnableTopicList {
 			resp.Fail(protocol.SystemError, remarkDisabled)
 			return
 		}
-		resp.Body = body.AppendTopicList(nil, p.routes.UnitTopics(unitFilter(req.Code)), "")
+		resp.Body = body.AppendTopicList(nil, &body.TopicList{Topics: p.routes.UnitTopics(unitFilter(req.Code))})
 	case protocol.UpdateNamesrvConfig:
 		p.updateConfig(req, resp)
 	case protocol.GetNamesrvConfig:
@@ -188,6 +236,104 @@ func (p *Processor) serve(c conn, req *remoting.Command, resp *remoting.Response
 		resp.HasExt, resp.Ext = false, resp.Ext[:0]
 		resp.Fail(protocol.SystemError, err.Error())
 	}
+}
+
+// The connection's tag: its grants in the low byte, once known.
+const (
+	tagGrantsKnown   uint64 = 1 << 63
+	tagRefusalLogged uint64 = 1 << 62
+	tagGrants        uint64 = 0xFF
+)
+
+// permits is the route path's check, small enough to be inlined: whether
+// a connection's tag already holds the grants for code. The peer's grants
+// are worked out on its first request (authorized) and kept in the tag, so
+// every later request costs a load, an array lookup and a bit test.
+func permits(tag uint64, code int32) bool {
+	return tag&tagGrantsKnown != 0 && authz.Grants(tag&tagGrants).Has(authz.RoleOf(code))
+}
+
+// authorized is the rest of the check, for what permits did not let
+// through: it works out the peer's grants on its first request, and
+// answers NO_PERMISSION when the peer lacks the role the request's code
+// needs. The connection keeps working: a Java client sees an ordinary
+// failed call.
+func (p *Processor) authorized(c conn, req *remoting.Command, resp *remoting.Response) bool {
+	tag := c.Tag()
+	if tag&tagGrantsKnown == 0 {
+		tag = p.grants(c)
+		c.SetTag(tag)
+	}
+	role := authz.RoleOf(req.Code)
+	if authz.Grants(tag & tagGrants).Has(role) {
+		return true
+	}
+	p.refuse(c, tag, req.Code, role, resp)
+	return false
+}
+
+func (p *Processor) grants(c conn) uint64 {
+	g := authz.All
+	if !c.Internal() {
+		g = p.policy.Grants(c.PeerAddr().Addr(), c.PeerCertificate())
+	}
+	return tagGrantsKnown | uint64(g)
+}
+
+// refuse answers NO_PERMISSION naming the role the code needs. The first
+// refusal on a connection is logged at Warn, later ones at Debug, so a
+// misconfigured client cannot flood the log.
+func (p *Processor) refuse(c conn, tag uint64, code int32, role authz.Role, resp *remoting.Response) {
+	p.refused.AuthzRefused(code, role)
+	name := "code " + strconv.Itoa(int(code))
+	if e, ok := authz.Lookup(code); ok {
+		name = e.Name
+	}
+	who := peerName(c)
+	held := authz.Grants(tag & tagGrants)
+	level := slog.LevelDebug
+	if tag&tagRefusalLogged == 0 {
+		c.SetTag(tag | tagRefusalLogged)
+		level = slog.LevelWarn
+	}
+	p.log.Log(context.Background(), level, "request refused: the peer lacks the role", "code", code, "request", name,
+		"role", role.String(), "remote", c.RemoteAddr(), "identity", who, "grants", held.String())
+	resp.HasExt, resp.Ext = false, resp.Ext[:0]
+	resp.Fail(protocol.NoPermission, fmt.Sprintf("no permission: %s (%d) needs the %s role, which %s at %s does not hold (it holds: %s)",
+		name, code, role, who, c.PeerAddr().Addr(), held))
+}
+
+// peerName names the peer by its certificate identity, for logs and
+// refusals.
+func peerName(c conn) string {
+	if id := authz.Identity(c.PeerCertificate()); id != "" {
+		return "client certificate " + id
+	}
+	return "a peer without a client certificate"
+}
+
+// owned checks the broker-name ownership of names for the peer (claiming
+// free names when claim is set) and answers NO_PERMISSION when another
+// identity owns one. It returns the held names, to be unlocked once the
+// request's change is applied, or nil when refused (already unlocked).
+func (p *Processor) owned(c conn, code int32, claim bool, resp *remoting.Response, names ...string) *authz.Held {
+	held := p.owners.Lock(names...)
+	id := authz.Identity(c.PeerCertificate())
+	a := held.Admit(id, claim)
+	if a.OK {
+		if a.Claimed {
+			p.log.Info("broker name claimed", "broker", names[0], "owner", id, "remote", c.RemoteAddr())
+		}
+		return held
+	}
+	held.Unlock()
+	p.refused.OwnershipRefused(code)
+	p.log.Warn("request refused: broker name owned by another identity", "code", code, "broker", a.Name,
+		"owner", a.Owner, "identity", id, "remote", c.RemoteAddr())
+	resp.HasExt, resp.Ext = false, resp.Ext[:0]
+	resp.Fail(protocol.NoPermission, fmt.Sprintf("no permission: broker name %s is registered by another identity; %s cannot act on it",
+		a.Name, peerName(c)))
+	return nil
 }
 
 func unitFilter(code int32) route.UnitFilter {
@@ -265,7 +411,7 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	var h header.RegisterBroker
 	err := h.Decode(req)
 	maxInflated := p.cfg.Load().MaxInflatedBodySize
-	fp, bodyCRC := fingerprint(&h, req, maxInflated)
+	fp, bodyCRC := p.fingerprint(&h, req, maxInflated)
 	// The checksum is checked first, as Java does: a body that fails it is
 	// refused as such, whatever else is wrong with the header.
 	if h.BodyCRC32 != 0 && int64(bodyCRC&0x7FFFFFFF) != h.BodyCRC32 {
@@ -275,6 +421,15 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 	}
 	if err != nil {
 		return err
+	}
+	if p.owners != nil {
+		held := p.owned(c, req.Code, true, resp, h.BrokerName)
+		if held == nil {
+			return nil
+		}
+		// Held through the table change, so that no other identity can
+		// take the name in between.
+		defer held.Unlock()
 	}
 	r := route.Registration{
 		Channel:                c,
@@ -296,21 +451,40 @@ func (p *Processor) registerBroker(c conn, req *remoting.Command, resp *remoting
 		p.answerRegistration(&res, resp)
 		return nil
 	}
-	if r.Body, err = body.DecodeRegisterBody(req.Body, body.RegisterOptions{
-		Compressed:  h.Compressed,
-		Version:     req.Version,
-		MaxInflated: maxInflated,
-	}); err != nil {
+	if r.Body, err = p.decode(&h, req, maxInflated); err != nil {
 		p.log.Warn("undecodable registration", "remote", c.RemoteAddr(), "broker", r.BrokerName, "addr", r.BrokerAddr, "err", err)
 		return err
 	}
 	res := p.routes.Register(&r)
+	// The table keeps nothing of the topic list (names are copied).
+	r.Body.Release()
 	if res.Refused {
 		resp.Code, resp.Remark = protocol.SystemError, append(resp.Remark[:0], remarkRegisterFail...)
 		return nil
 	}
 	p.answerRegistration(&res, resp)
 	return nil
+}
+
+// fingerprint is the package's fingerprint as registration work: the
+// checksums and the decode of a registration hold one of the table's work
+// slots, which leave a CPU to route queries (route.Table.EnterWork), and
+// never call the table while they do.
+func (p *Processor) fingerprint(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (uint64, uint32) {
+	p.routes.EnterWork()
+	defer p.routes.LeaveWork()
+	return fingerprint(h, req, maxInflated)
+}
+
+// decode reads a registration body as registration work (see fingerprint).
+func (p *Processor) decode(h *header.RegisterBroker, req *remoting.Command, maxInflated int) (*body.RegisterBody, error) {
+	p.routes.EnterWork()
+	defer p.routes.LeaveWork()
+	return body.DecodeRegisterBody(req.Body, body.RegisterOptions{
+		Compressed:  h.Compressed,
+		Version:     req.Version,
+		MaxInflated: maxInflated,
+	})
 }
 
 // fingerprint identifies a registration's body together with everything
@@ -367,10 +541,17 @@ func (p *Processor) answerRegistration(res *route.RegisterResult, resp *remoting
 	}
 }
 
-func (p *Processor) unregisterBroker(req *remoting.Command) error {
+func (p *Processor) unregisterBroker(c conn, req *remoting.Command, resp *remoting.Response) error {
 	var h header.UnregisterBroker
 	if err := h.Decode(req); err != nil {
 		return err
+	}
+	if p.owners != nil {
+		held := p.owned(c, req.Code, false, resp, h.BrokerName)
+		if held == nil {
+			return nil
+		}
+		defer held.Unlock()
 	}
 	p.routes.Unregister(route.Unregistration{Cluster: h.ClusterName, BrokerAddr: h.BrokerAddr, BrokerName: h.BrokerName})
 	return nil
@@ -411,7 +592,7 @@ func (p *Processor) brokerMemberGroup(req *remoting.Command, resp *remoting.Resp
 	return nil
 }
 
-func (p *Processor) registerTopic(req *remoting.Command) error {
+func (p *Processor) registerTopic(c conn, req *remoting.Command, resp *remoting.Response) error {
 	var h header.RegisterTopic
 	if err := h.Decode(req); err != nil {
 		return err
@@ -422,6 +603,17 @@ func (p *Processor) registerTopic(req *remoting.Command) error {
 	queues, err := body.DecodeQueueDatas(req.Body)
 	if err != nil {
 		return err
+	}
+	if p.owners != nil && len(queues) > 0 {
+		names := make([]string, len(queues))
+		for i, q := range queues {
+			names[i] = q.BrokerName
+		}
+		held := p.owned(c, req.Code, false, resp, names...)
+		if held == nil {
+			return nil
+		}
+		defer held.Unlock()
 	}
 	p.routes.RegisterTopic(h.Topic, queues)
 	return nil

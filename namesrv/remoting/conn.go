@@ -2,10 +2,12 @@ package remoting
 
 import (
 	"bufio"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -57,10 +59,15 @@ type Conn struct {
 	nc     net.Conn // the TCP connection, also under TLS: closing it never blocks
 	srv    *Server
 	remote string
-	tls    atomic.Bool
+	// addr is the peer's TCP address; zero for in-memory connections.
+	addr netip.AddrPort
+	tls  atomic.Bool
+	// cert is the client certificate the TLS handshake verified.
+	cert atomic.Pointer[x509.Certificate]
 	// internal connections are the server's own probes.
 	internal bool
 	marked   atomic.Bool
+	tag      atomic.Uint64
 
 	mu       sync.Mutex
 	draining bool
@@ -75,6 +82,29 @@ func (c *Conn) RemoteAddr() string { return c.remote }
 
 // TLS reports whether the connection completed a TLS handshake.
 func (c *Conn) TLS() bool { return c.tls.Load() }
+
+// PeerAddr is the peer's TCP address (IPv4 peers of a dual-stack listener
+// may show as IPv4-mapped IPv6); invalid for the server's own probes.
+func (c *Conn) PeerAddr() netip.AddrPort { return c.addr }
+
+// PeerCertificate is the client certificate the TLS handshake verified
+// against the trusted CAs (tls.server.trustCertPath), nil on a plain
+// connection or when the client presented none. A certificate that was
+// presented but not verified is never returned.
+func (c *Conn) PeerCertificate() *x509.Certificate { return c.cert.Load() }
+
+// Internal reports whether the connection is the server's own (Probe's),
+// which no peer can open.
+func (c *Conn) Internal() bool { return c.internal }
+
+// Tag holds one word of the handler's own state for the connection, 0 on
+// a new connection; the NameServer caches the roles a connection's peer
+// holds there, so they are worked out once per connection rather than per
+// request. SetTag replaces it.
+func (c *Conn) Tag() uint64 { return c.tag.Load() }
+
+// SetTag replaces the word Tag returns.
+func (c *Conn) SetTag(v uint64) { c.tag.Store(v) }
 
 // Mark remembers one fact about the connection for its handler until the
 // connection ends; the NameServer marks connections that carried a

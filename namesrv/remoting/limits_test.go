@@ -112,19 +112,20 @@ func TestFrameReadTimeoutClosesSlowSenders(t *testing.T) {
 
 func TestPausesBetweenFramesAreIdleNotSlow(t *testing.T) {
 	obs := &countingObserver{}
-	ts := startServer(t, newEchoHandler(), Config{ReadTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute, Observer: obs})
+	// The read timeout is generous for a frame sent in two back-to-back
+	// writes, so that a loaded machine cannot stretch the frame past it;
+	// the pauses between frames are three times as long.
+	const readTimeout = 500 * time.Millisecond
+	ts := startServer(t, newEchoHandler(), Config{ReadTimeout: readTimeout, IdleTimeout: time.Minute, Observer: obs})
 	c := dial(t, ts.addr)
-	for i := range int32(3) {
+	for i := range int32(2) {
 		f := request(JSON, 105, i, 0, "")
-		// A frame in two parts well within the read timeout, then a pause
-		// three times as long as it.
 		c.send(f[:7])
-		time.Sleep(20 * time.Millisecond)
 		c.send(f[7:])
 		if r := c.mustRead(); r.Opaque != i {
 			t.Fatalf("answer %+v", r)
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(3 * readTimeout)
 	}
 	if obs.closed.Load() != 0 || obs.limit(LimitReadTimeout) != 0 {
 		t.Fatalf("closed %d, read timeouts %d", obs.closed.Load(), obs.limit(LimitReadTimeout))

@@ -188,6 +188,9 @@ func (s *Server) trackConn(nc net.Conn, internal bool) bool {
 		remote:   nc.RemoteAddr().String(),
 		internal: internal,
 	}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.addr = ta.AddrPort()
+	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()

@@ -77,6 +77,9 @@ func (l *connLoop) negotiate() CloseReason {
 	c.nc.SetWriteDeadline(time.Time{})
 	l.br.Reset(tc)
 	l.w = tc
+	if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 {
+		c.cert.Store(st.PeerCertificates[0])
+	}
 	c.tls.Store(true)
 	return ""
 }

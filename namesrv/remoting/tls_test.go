@@ -415,3 +415,59 @@ func TestNewCertFilesRefusesBadFiles(t *testing.T) {
 		t.Fatalf("good files refused: %v", err)
 	}
 }
+
+// peerHandler answers with what the connection knows of its peer: the
+// verified certificate's CN ("-" for none), its address, and the tag it
+// kept from the previous request.
+type peerHandler struct{ *echoHandler }
+
+func (h peerHandler) Serve(c *Conn, req *Command, resp *Response) {
+	cn := "-"
+	if cert := c.PeerCertificate(); cert != nil {
+		cn = cert.Subject.CommonName
+	}
+	resp.Remark = append(resp.Remark[:0], cn+" "+c.PeerAddr().String()+" "+strconv.FormatUint(c.Tag(), 10)...)
+	c.SetTag(c.Tag() + 1)
+}
+
+// TestPeerIdentity: the handler sees the verified client certificate and
+// the peer's address, never an unverified certificate, and keeps its tag
+// per connection.
+func TestPeerIdentity(t *testing.T) {
+	ca := tlstest.NewCA(t, "ca")
+	good := ca.Client(t, "broker-a")
+	tests := []struct {
+		name  string
+		auth  tls.ClientAuthType
+		certs []tls.Certificate
+		want  string // CN the handler sees
+	}{
+		{"verified", tls.VerifyClientCertIfGiven, []tls.Certificate{good.TLS}, "broker-a"},
+		{"none given", tls.VerifyClientCertIfGiven, nil, "-"},
+		// RequestClientCert takes any certificate without verifying it:
+		// such a certificate must not count as the peer's identity.
+		{"unverified", tls.RequestClientCert, []tls.Certificate{good.TLS}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, peerHandler{newEchoHandler()}, Config{TLSMode: TLSPermissive, TLSConfig: &tls.Config{
+				Certificates: []tls.Certificate{ca.Server(t).TLS}, ClientAuth: tt.auth, ClientCAs: ca.Pool(),
+			}})
+			c, tc, err := dialTLS(t, ts.addr, ca.Pool(), tt.certs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := tc.LocalAddr().String()
+			for i, tag := range []string{"0", "1"} {
+				remark, err := roundTrip(c, int32(i))
+				if want := tt.want + " " + local + " " + tag; err != nil || remark != want {
+					t.Fatalf("request %d: %q, %v; want %q", i, remark, err, want)
+				}
+			}
+			plain := dial(t, ts.addr)
+			if remark, err := roundTrip(plain, 9); err != nil || remark != "- "+plain.nc.LocalAddr().String()+" 0" {
+				t.Fatalf("plain connection: %q, %v", remark, err)
+			}
+		})
+	}
+}

@@ -2,11 +2,14 @@ package route
 
 import (
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/kvconfig"
 )
 
 // clusterOf registers brokers groups of a master and a slave, each serving
@@ -99,5 +102,35 @@ func BenchmarkLiveBrokers(b *testing.B) {
 		if n := len(t.LiveBrokers()); n != 1000 {
 			b.Fatalf("%d brokers", n)
 		}
+	}
+}
+
+// BenchmarkRebuildWithOrderConf switches orderMessageEnable on and off over
+// 10,000 topics, a quarter of them with an ORDER_TOPIC_CONFIG entry: each
+// switch rebuilds every view, and "on" reads every topic's entry from the
+// KV store's snapshot, as any registration building views does.
+func BenchmarkRebuildWithOrderConf(b *testing.B) {
+	kv, err := kvconfig.Open(filepath.Join(b.TempDir(), "kv.json"), kvconfig.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var changes []kvconfig.Change
+	specs := make([]string, 0, 10000)
+	for i := range 10000 {
+		name := fmt.Sprintf("topic-%05d", i)
+		specs = append(specs, name+":8:8:6")
+		if i%4 == 0 {
+			changes = append(changes, kvconfig.Change{Namespace: kvconfig.OrderTopicConfigNamespace, Key: name, Value: "broker-a:8"})
+		}
+	}
+	if _, err := kv.Apply(changes); err != nil {
+		b.Fatal(err)
+	}
+	t := New(Options{OrderConf: func(topic string) (string, bool) { return kv.Get(kvconfig.OrderTopicConfigNamespace, topic) }})
+	t.Register(reg("c", "broker-a", 0, "10.0.0.1:10911", 1, nil, topics(specs...)...))
+	b.ReportAllocs()
+	for b.Loop() {
+		t.SetViewOptions(ViewOptions{OrderMessageEnable: true})
+		t.SetViewOptions(ViewOptions{})
 	}
 }

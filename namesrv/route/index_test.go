@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
 )
@@ -74,8 +73,8 @@ func TestIndexChunksAndMerges(t *testing.T) {
 // TestIndexGrowthCopiesEachTopicAFewTimes registers 2,000 brokers of 10
 // new topics each, as after a restart, while a reader looks every topic up:
 // every topic is found from the moment its registration returns, and the
-// rebuilds of the main map, each half as big again as the last, copy fewer
-// than three entries per topic in all.
+// rebuilds of the table, each twice as big as the last, copy fewer than
+// three entries per topic in all.
 func TestIndexGrowthCopiesEachTopicAFewTimes(t *testing.T) {
 	tb, _ := newTable(t)
 	const brokers, per = 2000, 10
@@ -105,7 +104,7 @@ func TestIndexGrowthCopiesEachTopicAFewTimes(t *testing.T) {
 		if next := tb.index.Load(); next != ix {
 			ix = next
 			rebuilds++
-			copied += len(ix.main)
+			copied += ix.n
 		}
 	}
 	close(registered)
@@ -114,39 +113,9 @@ func TestIndexGrowthCopiesEachTopicAFewTimes(t *testing.T) {
 		t.Errorf("rebuilds copied %d entries for %d topics", copied, total)
 	}
 	if rebuilds > 12 {
-		t.Errorf("%d rebuilds of the main map for %d topics", rebuilds, brokers*per)
+		t.Errorf("%d rebuilds of the table for %d topics", rebuilds, brokers*per)
 	}
 	if n := len(tb.AllTopics()); n != brokers*per {
 		t.Errorf("%d topics, want %d", n, brokers*per)
-	}
-}
-
-// TestIndexSettles checks that topics stay in the recent table while they
-// keep coming, and move into the main map at the first write once none
-// has come for settleAfter.
-func TestIndexSettles(t *testing.T) {
-	tb, c := newTable(t)
-	m := reg("c", "b", 0, "a:1", 1, nil, topics("T1:1:1:6", "T2:1:1:6")...)
-	m.Fingerprint = 1
-	tb.Register(m)
-	c.advance(settleAfter - time.Second)
-	tb.Reregister(repeat(m))
-	if ix := tb.index.Load(); ix.recent.n != 2 || len(ix.main) != 0 {
-		t.Fatalf("before settling: %d recent, %d main", ix.recent.n, len(ix.main))
-	}
-	c.advance(time.Second)
-	tb.Reregister(repeat(m))
-	ix := tb.index.Load()
-	if ix.recent.n != 0 || len(ix.main) != 2 {
-		t.Fatalf("after settling: %d recent, %d main", ix.recent.n, len(ix.main))
-	}
-	for _, name := range []string{"T1", "T2"} {
-		if route(t, tb, name, fjson.Standard) == "" {
-			t.Errorf("%s lost its route when the index settled", name)
-		}
-	}
-	tb.Reregister(repeat(m))
-	if tb.index.Load() != ix {
-		t.Error("a settled index was rebuilt again")
 	}
 }

@@ -2,6 +2,9 @@ package route
 
 import (
 	"fmt"
+	"hash/maphash"
+	"slices"
+
 	"github.com/kube-namesrv/kube-namesrv/namesrv/body"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/fjson"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
@@ -106,7 +109,7 @@ func (t *Table) applyQueued() {
 			panic(failed)
 		}
 	}()
-	t.write(func(c *changes) {
+	t.writeWork(func(c *changes) {
 		t.queueMu.Lock()
 		n := min(len(t.queue), maxBatch)
 		batch = t.queue[:n:n]
@@ -192,8 +195,9 @@ func (t *Table) applyRegistration(c *changes, r *Registration) (_ RegisterResult
 	isMaster := r.BrokerID == 0
 	minID, _ := b.minID()
 	isPrimeSlave := r.Modern && !isMaster && r.BrokerID == minID
+	var known []knownTopic
 	if isMaster || isPrimeSlave {
-		t.applyTopics(c, r, b, isPrimeSlave, registerFirst, versionChanged)
+		known = t.applyTopics(c, r, b, prev, isPrimeSlave, registerFirst, versionChanged)
 	}
 
 	timeout := r.HeartbeatTimeoutMillis
@@ -218,6 +222,7 @@ func (t *Table) applyRegistration(c *changes, r *Registration) (_ RegisterResult
 		topicsGen:    b.topicsGen,
 		wroteTopics:  isMaster || isPrimeSlave,
 		pruned:       t.opts.DeleteTopicWithBrokerRegistration,
+		known:        known,
 	}
 
 	if fs := r.Body.FilterServers; fs != nil {
@@ -306,10 +311,15 @@ func (t *Table) applyRepeat(r *Registration) (RegisterResult, bool) {
 }
 
 // applyTopics is docs/protocol.md#registration-topics: a master (or a 5.x
-// prime slave) writes its
-// topics' queue data.
-func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSlave, first, versionChanged bool) {
+// prime slave) writes its topics' queue data. prev is the address's
+// previous registration, if any; it returns what the next one needs to
+// know of this one (see knownTopic).
+func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, prev *liveInfo, primeSlave, first, versionChanged bool) []knownTopic {
 	topics := r.Body.Topics
+	var known []knownTopic
+	if prev != nil && !first && prev.brokerName == r.BrokerName && prev.topicsGen == b.topicsGen {
+		known = prev.known
+	}
 	if t.opts.DeleteTopicWithBrokerRegistration && len(r.Body.Mappings) == 0 {
 		keep := make(map[string]struct{}, len(topics))
 		for _, tc := range topics {
@@ -321,55 +331,81 @@ func (t *Table) applyTopics(c *changes, r *Registration, b *brokerState, primeSl
 			}
 		}
 	}
-	if first {
+	if first && t.brokerTopics[r.BrokerName] == nil {
 		// A broker's first registration brings mostly new topics: size
-		// the maps that will hold them once rather than regrow them.
-		if c.added == nil {
-			c.added = make(map[string]*topic, len(topics))
-		}
-		if t.brokerTopics[r.BrokerName] == nil {
-			t.brokerTopics[r.BrokerName] = make(map[string]struct{}, len(topics))
-		}
+		// the set that will hold them once rather than regrow it.
+		t.brokerTopics[r.BrokerName] = make(map[string]struct{}, len(topics))
 	}
+	w := newKnownWriter(known, len(topics))
+	sameVersion := !first && !versionChanged
+	dropWrite := primeSlave && b.actingMaster
+	t.seq++
+	skew := 0
 	for i := range topics {
 		tc := &topics[i]
-		if !first && !versionChanged {
-			// Same DataVersion: only topics this broker lacks are added,
-			// which is what lets split registrations and wiped write
-			// permissions survive heartbeats (docs/protocol.md#write-perm).
-			if tp := c.lookup(t, string(tc.Name)); tp != nil {
-				if _, ok := findQueue(c.queues(tp), r.BrokerName); ok {
-					continue
-				}
+		k := knownTopic{
+			hash:  maphash.Bytes(t.seed, tc.Name),
+			read:  tc.ReadQueueNums,
+			write: tc.WriteQueueNums,
+			perm:  tc.Perm,
+			flag:  tc.TopicSysFlag,
+		}
+		if dropWrite {
+			k.perm &^= protocol.PermWrite
+		}
+		at := w.find(i+skew, k.hash)
+		if at >= 0 {
+			skew = at - i
+			// Unchanged, or with the same DataVersion already there (only
+			// topics the broker lacks are added, which is what lets split
+			// registrations and wiped write permissions survive heartbeats,
+			// docs/protocol.md#write-perm): nothing to write, unless an
+			// earlier topic of this body had the same name.
+			if (sameVersion || known[at] == k) && !slices.Contains(w.slow, k.hash) {
+				w.keep(i, at)
+				continue
 			}
 		}
-		perm := tc.Perm
-		if primeSlave && b.actingMaster {
-			perm &^= protocol.PermWrite
+		tp := t.index.Load().find(k.hash, tc.Name)
+		q := body.QueueData{BrokerName: r.BrokerName, ReadQueueNums: k.read, WriteQueueNums: k.write, Perm: k.perm, TopicSysFlag: k.flag}
+		switch {
+		case tp == nil:
+			tp = t.newTopic(k.hash, string(tc.Name))
+			t.putTopicQueue(c, tp, q)
+		case sameVersion:
+			if j, ok := findQueue(c.queues(tp), r.BrokerName); ok {
+				q = c.queues(tp)[j]
+			} else {
+				t.putTopicQueue(c, tp, q)
+			}
+		default:
+			t.putTopicQueue(c, tp, q)
 		}
-		t.putQueue(c, tc.Name, body.QueueData{
-			BrokerName:     r.BrokerName,
-			ReadQueueNums:  tc.ReadQueueNums,
-			WriteQueueNums: tc.WriteQueueNums,
-			Perm:           perm,
-			TopicSysFlag:   tc.TopicSysFlag,
-		})
-	}
-	if !first && !versionChanged {
-		return
-	}
-	for i := range r.Body.Mappings {
-		m := &r.Body.Mappings[i]
-		byBroker := t.mappings[m.Topic]
-		if byBroker == nil {
-			byBroker = map[string]*fjson.Value{}
-			t.mappings[m.Topic] = byBroker
+		k.read, k.write, k.perm, k.flag = q.ReadQueueNums, q.WriteQueueNums, q.Perm, q.TopicSysFlag
+		if tp.seen == t.seq {
+			w.dup = true
 		}
-		byBroker[m.BrokerName] = &m.Info
-		if tp := c.lookup(t, m.Topic); tp != nil {
-			c.touch(tp)
+		tp.seen = t.seq
+		w.slowTopic(i, at, k)
+	}
+	if !sameVersion {
+		for i := range r.Body.Mappings {
+			m := &r.Body.Mappings[i]
+			byBroker := t.mappings[m.Topic]
+			if byBroker == nil {
+				byBroker = map[string]*fjson.Value{}
+				t.mappings[m.Topic] = byBroker
+			}
+			byBroker[m.BrokerName] = &m.Info
+			if tp := c.lookup(t, m.Topic); tp != nil {
+				c.touch(tp)
+			}
 		}
 	}
+	if w.dup {
+		return nil
+	}
+	return w.out
 }
 
 func equalStrings(a, b []string) bool {

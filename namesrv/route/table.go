@@ -7,10 +7,10 @@
 // immutable view (its queue data, the broker groups serving it, the encoded
 // route bodies built on first use) published through an atomic pointer; a
 // write builds new views for the topics it touched and swaps them in. The
-// topic index is an immutable map plus an insert-only table of the topics
-// added since, which readers probe with atomic loads (see index). A route
-// query is therefore a map lookup (or a probe) and an atomic load, whatever
-// the writers are doing, and allocates nothing once its body is cached.
+// topic index is an insert-only hash table, which readers probe with
+// atomic loads (see index). A route query is therefore a probe and an
+// atomic load, whatever the writers are doing, and allocates nothing once
+// its body is cached.
 //
 // The views are also the only copy of the queue data, and broker groups are
 // shared between the views of all their topics, which keeps a table of
@@ -21,6 +21,7 @@
 package route
 
 import (
+	"hash/maphash"
 	"log/slog"
 	"maps"
 	"slices"
@@ -45,7 +46,7 @@ type Channel interface {
 // rebuilds every route.
 type ViewOptions struct {
 	// OrderMessageEnable adds orderTopicConf from the KV store
-	// (docs/protocol.md#order-topic-conf).
+	// (docs/protocol.md#order-topic-conf), read through Options.OrderConf.
 	OrderMessageEnable bool
 	// SupportActingMaster lets the smallest slave stand in as id 0 for
 	// groups without a master whose queues are read-only
@@ -59,6 +60,14 @@ type Options struct {
 	// DeleteTopicWithBrokerRegistration prunes a master's topics that are
 	// absent from its registration (docs/protocol.md#prune-topics).
 	DeleteTopicWithBrokerRegistration bool
+	// OrderConf returns a topic's ORDER_TOPIC_CONFIG value in the KV store,
+	// read whenever a route is built with OrderMessageEnable on (nil: none).
+	// The table holds no copy of it: whatever put the value in the store
+	// (loading the file at start, a KV write, a declared-KV apply), a route
+	// built afterwards carries it. Routes already built are rebuilt by
+	// OrderConfChanged, which the store's change callback calls. It must
+	// not wait for the table.
+	OrderConf func(topic string) (conf string, ok bool)
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// OnRegister, if set, runs after every registration that leaves the
@@ -94,6 +103,9 @@ type liveInfo struct {
 	topicsGen   uint64
 	wroteTopics bool
 	pruned      bool
+	// known lists that registration's topics, when it wrote topics,
+	// for the next one (see knownTopic).
+	known []knownTopic
 }
 
 type brokerState struct {
@@ -126,6 +138,11 @@ type topic struct {
 	dirty   bool
 	hasWork bool
 	work    []body.QueueData
+	// fresh marks a topic this write created.
+	fresh bool
+	// seen is the Table.seq of the last registration that wrote the
+	// topic, which tells a body naming it twice (see knownTopic).
+	seen uint64
 }
 
 // view is the immutable state of one topic: its queue data (sorted by
@@ -181,10 +198,6 @@ type Table struct {
 	// (TopicQueueMappingInfo) routes carry. Java's
 	// topicQueueMappingInfoTable.
 	mappings map[string]map[string]*fjson.Value
-	// orderConf: topic → its ORDER_TOPIC_CONFIG value in the KV store,
-	// which routes carry when orderMessageEnable is on. Java reads the KV
-	// store at each route query instead.
-	orderConf map[string]string
 	// pending collects what the write in progress changed; zero between
 	// writes.
 	pending changes
@@ -193,6 +206,9 @@ type Table struct {
 	// register); it is taken with or without mu, never the other way.
 	queueMu sync.Mutex
 	queue   []*pendingRegistration
+	// work bounds the goroutines doing registration work; a writer
+	// applying registrations takes a slot after mu, never the other way.
+	work workSlots
 
 	// index: topic name → topic, published for lock-free readers.
 	index atomic.Pointer[index]
@@ -205,8 +221,10 @@ type Table struct {
 	topics, tombstones int
 	// gen is the last brokerState.topicsGen handed out.
 	gen uint64
-	// lastAdded is when topics last came (unix ms), for settleAfter.
-	lastAdded int64
+	// seq numbers the registrations that write topics (topic.seen).
+	seq uint64
+	// seed hashes topic names, in the index and in liveInfo.known alike.
+	seed maphash.Seed
 }
 
 // New returns an empty table.
@@ -227,9 +245,10 @@ func New(opts Options) *Table {
 		live:         map[liveKey]*liveInfo{},
 		filters:      map[liveKey][]string{},
 		mappings:     map[string]map[string]*fjson.Value{},
-		orderConf:    map[string]string{},
+		seed:         maphash.MakeSeed(),
+		work:         newWorkSlots(),
 	}
-	t.index.Store(newIndex(map[string]*topic{}))
+	t.index.Store(newIndex(t.seed, 0))
 	return t
 }
 
@@ -291,23 +310,16 @@ func (t *Table) SetDeleteTopicWithBrokerRegistration(on bool) {
 	t.mu.Unlock()
 }
 
-// SetOrderConf records a topic's ORDER_TOPIC_CONFIG value (present false:
-// removed); routes carry it when OrderMessageEnable is on.
-func (t *Table) SetOrderConf(name, conf string, present bool) {
+// OrderConfChanged rebuilds a topic's route after its ORDER_TOPIC_CONFIG
+// value changed in the KV store, when routes carry it (OrderMessageEnable).
+// Java reads the KV store at each route query; here the value is read when
+// the route is built, and this call makes sure the built route follows.
+func (t *Table) OrderConfChanged(name string) {
 	t.write(func(c *changes) {
-		old, had := t.orderConf[name]
-		if had == present && old == conf {
-			return
-		}
-		if present {
-			t.orderConf[name] = conf
-		} else {
-			delete(t.orderConf, name)
-		}
 		if !t.opts.View.OrderMessageEnable {
 			return
 		}
-		if tp := c.lookup(t, name); tp != nil {
+		if tp := c.lookup(t, name); tp != nil && tp.view.Load() != nil {
 			c.touch(tp)
 		}
 	})
@@ -317,16 +329,25 @@ func (t *Table) SetOrderConf(name, conf string, present bool) {
 type changes struct {
 	// dirty topics get a new view at commit.
 	dirty   []*topic
-	added   map[string]*topic
 	brokers bool
 }
 
 // write runs f under the writers' lock and then publishes what it changed:
 // every write to the table is lock, change, commit, unlock. f may return
 // early; what it changed so far is published.
-func (t *Table) write(f func(c *changes)) {
+func (t *Table) write(f func(c *changes)) { t.writeWith(false, f) }
+
+// writeWork is write holding a registration work slot (see workSlots)
+// from after the lock until after the commit.
+func (t *Table) writeWork(f func(c *changes)) { t.writeWith(true, f) }
+
+func (t *Table) writeWith(work bool, f func(c *changes)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if work {
+		t.EnterWork()
+		defer t.LeaveWork()
+	}
 	c := &t.pending
 	*c = changes{}
 	f(c)
@@ -334,13 +355,10 @@ func (t *Table) write(f func(c *changes)) {
 	*c = changes{}
 }
 
-// lookup finds a topic, removed or not, in the index or among the ones
-// this write added.
+// lookup finds a topic, removed or not, in the index, which holds the
+// ones this write created too.
 func (c *changes) lookup(t *Table, name string) *topic {
-	if tp := t.index.Load().get(name); tp != nil {
-		return tp
-	}
-	return c.added[name]
+	return t.index.Load().get(name)
 }
 
 func (c *changes) touch(tp *topic) {
@@ -385,10 +403,9 @@ func (t *Table) touchBroker(c *changes, name string) {
 // came. Readers see each topic change atomically.
 func (t *Table) commit(c *changes) {
 	for _, tp := range c.dirty {
-		_, isNew := c.added[tp.name]
-		wasLive := tp.view.Load() != nil
+		isNew, wasLive := tp.fresh, tp.view.Load() != nil
 		q := c.queues(tp)
-		tp.dirty, tp.hasWork, tp.work = false, false, nil
+		tp.dirty, tp.hasWork, tp.work, tp.fresh = false, false, nil, false
 		if len(q) == 0 {
 			tp.view.Store(nil)
 		} else {
@@ -397,7 +414,7 @@ func (t *Table) commit(c *changes) {
 		}
 		switch isLive := len(q) > 0; {
 		case isNew && !isLive:
-			delete(c.added, tp.name)
+			t.tombstones++
 		case isNew:
 			t.topics++
 		case wasLive && !isLive:
@@ -408,15 +425,8 @@ func (t *Table) commit(c *changes) {
 			t.tombstones--
 		}
 	}
-	switch ix := t.index.Load(); {
-	case len(c.added) > 0 || t.tombstones > t.topics:
-		t.lastAdded = t.nowMillis()
-		if next, rebuilt := ix.add(c.added, t.tombstones); rebuilt {
-			t.tombstones = 0
-			t.index.Store(next)
-		}
-	case ix.recent.n > 0 && t.nowMillis()-t.lastAdded >= settleAfter.Milliseconds():
-		t.index.Store(ix.rebuilt(nil, t.tombstones))
+	if t.tombstones > t.topics {
+		t.index.Store(t.index.Load().rebuilt(t.topics, true))
 		t.tombstones = 0
 	}
 	if c.brokers {
@@ -469,8 +479,8 @@ func (t *Table) buildView(name string, queues []body.QueueData) *view {
 	if t.opts.View.SupportActingMaster && !strings.HasPrefix(name, syncBrokerMemberPrefix) {
 		actingMaster(rd)
 	}
-	if t.opts.View.OrderMessageEnable {
-		rd.OrderTopicConf, rd.HasOrderConf = t.orderConf[name]
+	if t.opts.View.OrderMessageEnable && t.opts.OrderConf != nil {
+		rd.OrderTopicConf, rd.HasOrderConf = t.opts.OrderConf(name)
 	}
 	return v
 }
@@ -544,22 +554,45 @@ func (b *brokerState) minID() (int64, bool) {
 // findQueue returns the index of brokerName's entry in sorted queues, and
 // whether it is there.
 func findQueue(queues []body.QueueData, brokerName string) (int, bool) {
+	// Most topics live on one broker group; a registration re-applying
+	// 10,000 of them asks this 10,000 times.
+	if len(queues) == 1 {
+		if c := strings.Compare(queues[0].BrokerName, brokerName); c >= 0 {
+			return 0, c == 0
+		}
+		return 1, false
+	}
 	return slices.BinarySearchFunc(queues, brokerName, func(q body.QueueData, name string) int {
 		return strings.Compare(q.BrokerName, name)
 	})
 }
 
 // putQueue stores a QueueData (creating the topic), keeping the reverse
-// index; nothing is touched when the stored data is already equal.
-func (t *Table) putQueue(c *changes, name []byte, q body.QueueData) {
-	tp := c.lookup(t, string(name))
+// index; nothing is touched when the stored data is already equal. It
+// returns the topic.
+func (t *Table) putQueue(c *changes, name []byte, q body.QueueData) *topic {
+	h := maphash.Bytes(t.seed, name)
+	tp := t.index.Load().find(h, name)
 	if tp == nil {
-		tp = &topic{name: string(name)}
-		if c.added == nil {
-			c.added = map[string]*topic{}
-		}
-		c.added[tp.name] = tp
+		tp = t.newTopic(h, string(name))
 	}
+	t.putTopicQueue(c, tp, q)
+	return tp
+}
+
+// newTopic adds a topic to the index, without a view until commit; h is
+// the hash of its name.
+func (t *Table) newTopic(h uint64, name string) *topic {
+	tp := &topic{name: name, fresh: true}
+	ix := t.index.Load()
+	if next := ix.insert(h, tp); next != ix {
+		t.index.Store(next)
+	}
+	return tp
+}
+
+// putTopicQueue is putQueue for a topic at hand.
+func (t *Table) putTopicQueue(c *changes, tp *topic, q body.QueueData) {
 	cur := c.queues(tp)
 	i, found := findQueue(cur, q.BrokerName)
 	switch {

@@ -32,6 +32,40 @@ func newTable(t *testing.T) (*Table, *clock) {
 	return New(Options{Now: c.Now}), c
 }
 
+// orderStore is a fake ORDER_TOPIC_CONFIG namespace of the KV store.
+type orderStore struct {
+	mu   sync.Mutex
+	conf map[string]string
+}
+
+func (s *orderStore) get(topic string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.conf[topic]
+	return v, ok
+}
+
+// set changes the store, then tells the table, as the KV store's change
+// callback does.
+func (s *orderStore) set(tb *Table, topic, conf string, present bool) {
+	s.mu.Lock()
+	if present {
+		s.conf[topic] = conf
+	} else {
+		delete(s.conf, topic)
+	}
+	s.mu.Unlock()
+	tb.OrderConfChanged(topic)
+}
+
+func newTableWithOrderConf(t *testing.T, conf map[string]string) (*Table, *orderStore, *clock) {
+	t.Helper()
+	s := &orderStore{conf: conf}
+	c := &clock{}
+	c.now.Store(1_700_000_000_000)
+	return New(Options{Now: c.Now, OrderConf: s.get}), s, c
+}
+
 // topic is "name:read:write:perm[:sysflag]".
 func topics(specs ...string) []body.TopicConfig {
 	var out []body.TopicConfig
@@ -407,7 +441,7 @@ func TestSlaveSemanticsOf5xBrokers(t *testing.T) {
 }
 
 func TestOrderConfAndMappingsInRoutes(t *testing.T) {
-	tb, _ := newTable(t)
+	tb, kv, _ := newTableWithOrderConf(t, map[string]string{})
 	r := reg("c", "b", 0, "m:1", 1, nil, topics("T:1:1:6", "U:1:1:6")...)
 	info, _ := fjson.NewReader([]byte(`{"bname":"b","currIdMap":{0:0},"topic":"T"}`)).Value()
 	r.Body.Mappings = []body.MappingInfo{{Topic: "T", BrokerName: "b", Info: info}}
@@ -419,7 +453,7 @@ func TestOrderConfAndMappingsInRoutes(t *testing.T) {
 	if got := route(t, tb, "T", fjson.Standard); !strings.Contains(got, `"currIdMap":{"0":0}`) {
 		t.Fatalf("standard mapping %s", got)
 	}
-	tb.SetOrderConf("T", "b:4", true)
+	kv.set(tb, "T", "b:4", true)
 	if route(t, tb, "T", fjson.Legacy) != before {
 		t.Fatal("orderTopicConf must stay out unless orderMessageEnable")
 	}
@@ -427,13 +461,44 @@ func TestOrderConfAndMappingsInRoutes(t *testing.T) {
 	if got := route(t, tb, "T", fjson.Legacy); !strings.Contains(got, `"filterServerTable":{},"orderTopicConf":"b:4","queueDatas"`) {
 		t.Fatalf("order conf %s", got)
 	}
-	tb.SetOrderConf("T", "b:8", true)
+	kv.set(tb, "T", "b:8", true)
 	if got := route(t, tb, "T", fjson.Legacy); !strings.Contains(got, `"orderTopicConf":"b:8"`) {
 		t.Fatalf("cached route not invalidated by a KV change: %s", got)
 	}
-	tb.SetOrderConf("T", "", false)
+	kv.set(tb, "T", "", false)
 	if got := route(t, tb, "T", fjson.Legacy); strings.Contains(got, "orderTopicConf") {
 		t.Fatalf("removed order conf still shown: %s", got)
+	}
+}
+
+// TestOrderConfIsReadWhenRoutesAreBuilt: the table keeps no copy of the
+// order config, so a value that reached the KV store without a change
+// callback (loaded from the file at start) is in the first route built,
+// and switching orderMessageEnable rebuilds routes both ways.
+func TestOrderConfIsReadWhenRoutesAreBuilt(t *testing.T) {
+	tb, kv, _ := newTableWithOrderConf(t, map[string]string{"T": "b:4"})
+	tb.SetViewOptions(ViewOptions{OrderMessageEnable: true})
+	tb.Register(reg("c", "b", 0, "m:1", 1, nil, topics("T:1:1:6", "U:1:1:6")...))
+	if got := route(t, tb, "T", fjson.Standard); !strings.Contains(got, `"orderTopicConf":"b:4"`) {
+		t.Fatalf("route without the stored order config: %s", got)
+	}
+	if got := route(t, tb, "U", fjson.Standard); strings.Contains(got, "orderTopicConf") {
+		t.Fatalf("order config on a topic without one: %s", got)
+	}
+	tb.SetViewOptions(ViewOptions{})
+	if got := route(t, tb, "T", fjson.Standard); strings.Contains(got, "orderTopicConf") {
+		t.Fatalf("orderMessageEnable off, route still carries it: %s", got)
+	}
+	// A change while off is read when it is switched back on.
+	kv.set(tb, "T", "b:8", true)
+	tb.SetViewOptions(ViewOptions{OrderMessageEnable: true})
+	if got := route(t, tb, "T", fjson.Standard); !strings.Contains(got, `"orderTopicConf":"b:8"`) {
+		t.Fatalf("orderMessageEnable on again: %s", got)
+	}
+	// A change callback for a topic without a route builds nothing.
+	kv.set(tb, "Nope", "b:1", true)
+	if got := route(t, tb, "Nope", fjson.Standard); got != "" {
+		t.Fatalf("route of an unknown topic %s", got)
 	}
 }
 
@@ -465,7 +530,7 @@ func TestDeleteTopicWithBrokerRegistration(t *testing.T) {
 // TestRouteCacheFollowsEveryChange checks that a cached encoded route is
 // replaced by every kind of write that changes it.
 func TestRouteCacheFollowsEveryChange(t *testing.T) {
-	tb, clk := newTable(t)
+	tb, kv, clk := newTableWithOrderConf(t, map[string]string{})
 	tb.SetViewOptions(ViewOptions{OrderMessageEnable: true})
 	ch := &fakeChannel{}
 	tb.Register(reg("c", "b", 0, "m:1", 1, ch, topics("T:1:1:6", "U:1:1:6")...))
@@ -480,8 +545,8 @@ func TestRouteCacheFollowsEveryChange(t *testing.T) {
 		{"wipe", func() { tb.WipeWritePerm("b") }, `"perm":4`, ""},
 		{"add", func() { tb.AddWritePerm("b") }, `"perm":6`, ""},
 		{"new version", func() { tb.Register(reg("c", "b", 0, "m:1", 2, ch, topics("T:3:3:6", "U:1:1:6")...)) }, `"readQueueNums":3`, ""},
-		{"order config set", func() { tb.SetOrderConf("T", "b:3", true) }, `"orderTopicConf":"b:3"`, ""},
-		{"order config changed", func() { tb.SetOrderConf("T", "b:2", true) }, `"orderTopicConf":"b:2"`, ""},
+		{"order config set", func() { kv.set(tb, "T", "b:3", true) }, `"orderTopicConf":"b:3"`, ""},
+		{"order config changed", func() { kv.set(tb, "T", "b:2", true) }, `"orderTopicConf":"b:2"`, ""},
 		{"another group registers", func() { tb.Register(other) }, `"brokerName":"o"`, ""},
 		{"topic deleted from that group's cluster", func() { tb.DeleteTopic("T", "c2") }, `"brokerName":"b"`, `"brokerName":"o"`},
 		{"that group re-registers", func() { tb.Register(other) }, `"brokerName":"o"`, ""},

@@ -9,6 +9,7 @@ package brokersim
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -42,7 +43,11 @@ type Config struct {
 	Topics []body.TopicConfig
 	// HeartbeatTimeoutMillis is sent by 5.x brokers in acting-master mode.
 	HeartbeatTimeoutMillis int64
-	Logger                 *slog.Logger
+	// TLS, when set, connects to NameServers over TLS, presenting its
+	// Certificates as the broker's client certificate (a Java broker's
+	// tls.enable and tls.client.* properties).
+	TLS    *tls.Config
+	Logger *slog.Logger
 }
 
 // Message is one message a producer sent to the broker.
@@ -157,7 +162,7 @@ func (b *Broker) conn(ctx context.Context, ns string) (*remotingclient.Client, e
 	if b.cfg.Generation == body.Broker5 {
 		version = protocol.V5_3_3
 	}
-	c, err := remotingclient.Dial(ctx, ns, remotingclient.Options{Type: b.cfg.Type, Version: version})
+	c, err := remotingclient.Dial(ctx, ns, remotingclient.Options{Type: b.cfg.Type, Version: version, TLS: b.cfg.TLS})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -39,7 +38,7 @@ func servingCluster(ctx context.Context, t *testing.T, name string, spec cluster
 
 // waitCondition waits until a condition of the cluster has a status and
 // reason, and returns it.
-func waitCondition(ctx context.Context, t *testing.T, c nsc, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
+func waitCondition(ctx context.Context, t *testing.T, c nsc, typ v1alpha1.ConditionType, status metav1.ConditionStatus, reason v1alpha1.ConditionReason, timeout time.Duration) metav1.Condition {
 	t.Helper()
 	var got metav1.Condition
 	eventually(t, timeout, func() (bool, string) {
@@ -47,12 +46,12 @@ func waitCondition(ctx context.Context, t *testing.T, c nsc, typ string, status 
 		if err != nil {
 			return false, err.Error()
 		}
-		cond := meta.FindStatusCondition(st.Conditions, typ)
+		cond := v1alpha1.FindCondition(st.Conditions, typ)
 		if cond == nil {
-			return false, "no " + typ + " condition"
+			return false, "no " + string(typ) + " condition"
 		}
 		got = *cond
-		return cond.Status == status && cond.Reason == reason, fmt.Sprintf("%s = %s/%s: %s", typ, cond.Status, cond.Reason, cond.Message)
+		return cond.Status == status && cond.Reason == string(reason), fmt.Sprintf("%s = %s/%s: %s", typ, cond.Status, cond.Reason, cond.Message)
 	})
 	return got
 }

@@ -123,8 +123,8 @@ func TestThreePeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cond := range []string{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
-		if !meta.IsStatusConditionTrue(st.Conditions, cond) {
+	for _, cond := range []v1alpha1.ConditionType{v1alpha1.ConditionAvailable, v1alpha1.ConditionAddressesPublished} {
+		if !meta.IsStatusConditionTrue(st.Conditions, string(cond)) {
 			t.Errorf("condition %s is not True: %+v", cond, st.Conditions)
 		}
 	}

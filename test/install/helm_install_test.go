@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -126,5 +128,68 @@ func TestCRDUpgradeCommand(t *testing.T) {
 	upgraded, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if !reflect.DeepEqual(upgraded, current) {
 		t.Error("after the upgrade command the CRD's versions are not the chart's")
+	}
+}
+
+// TestHelmUpgradeKeepsPause is "pause before upgrading": a cluster paused
+// and scaled with kubectl stays paused, scaled and under its KV policy
+// through helm upgrade, also one that rewrites the whole object, when the
+// values leave those fields unset: the chart then renders the live values
+// back. Setting a value in the values still wins.
+func TestHelmUpgradeKeepsPause(t *testing.T) {
+	ctx := testContext(t)
+	const rel, ns = "helm-pause", "helm-pause"
+	helm := func(args ...string) {
+		t.Helper()
+		base := []string{"--kubeconfig", adminKubeconfig, "--namespace", ns, "--set", "nameserver.enabled=true"}
+		if _, err := run(ctx, helmBin, append(args, base...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := func() v1alpha1.NameServerClusterSpec {
+		t.Helper()
+		c := &v1alpha1.NameServerCluster{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rel}, c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Spec
+	}
+	patch := func(body string) {
+		t.Helper()
+		if _, err := run(ctx, kubectlBin, "--kubeconfig", adminKubeconfig, "-n", ns, "patch", "nameservercluster", rel,
+			"--type", "merge", "-p", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = run(context.Background(), helmBin, "uninstall", rel, "--kubeconfig", adminKubeconfig, "--namespace", ns, "--wait")
+	})
+
+	// An earlier release that rendered all three, as older charts did.
+	helm("install", rel, chartDir, "--create-namespace",
+		"--set", "nameserver.replicaCount=3", "--set", "nameserver.paused=false", "--set", "nameserver.kvConfigPolicy=Owned")
+	patch(`{"spec":{"paused":true,"replicas":5,"kvConfigPolicy":"Additive"}}`)
+
+	// An upgrade that changes something else and leaves them unset.
+	helm("upgrade", rel, chartDir, "--set", "nameserver.publish.drainSeconds=300")
+	s := spec()
+	if !s.Paused || ptr.Deref(s.Replicas, 0) != 5 || s.KVConfigPolicy != v1alpha1.KVConfigAdditive || ptr.Deref(s.Publish.DrainSeconds, 0) != 300 {
+		t.Errorf("after helm upgrade: paused %v, replicas %v, kvConfigPolicy %q, drainSeconds %v; want true, 5, Additive, 300",
+			s.Paused, ptr.Deref(s.Replicas, 0), s.KVConfigPolicy, ptr.Deref(s.Publish.DrainSeconds, 0))
+	}
+
+	// An upgrade that writes the whole object, as --force does (and as
+	// tools that apply the rendered chart do): what the chart renders is
+	// all that is left.
+	helm("upgrade", rel, chartDir, "--force", "--set", "nameserver.publish.drainSeconds=310")
+	if s := spec(); !s.Paused || ptr.Deref(s.Replicas, 0) != 5 || s.KVConfigPolicy != v1alpha1.KVConfigAdditive {
+		t.Errorf("after helm upgrade --force: paused %v, replicas %v, kvConfigPolicy %q; want true, 5, Additive",
+			s.Paused, ptr.Deref(s.Replicas, 0), s.KVConfigPolicy)
+	}
+
+	// A value set explicitly is applied.
+	helm("upgrade", rel, chartDir, "--set", "nameserver.paused=false")
+	if s := spec(); s.Paused || ptr.Deref(s.Replicas, 0) != 5 {
+		t.Errorf("after helm upgrade --set nameserver.paused=false: paused %v, replicas %v; want false, 5", s.Paused, ptr.Deref(s.Replicas, 0))
 	}
 }

@@ -438,7 +438,7 @@ func scrapeManager(t *testing.T, s *namesrv.Server) scrape {
 		{"kube_namesrv_peer_reachable", peer, &one},
 		{"kube_namesrv_peer_missing_brokers", peer, &zero},
 		{"kube_namesrv_peer_kv_drift_keys", peer, &zero},
-		{"kube_namesrv_cluster_refusals_total", map[string]string{"namespace": clusterNamespace, "name": refusedName, "reason": v1alpha1.RefusalTarget}, nil},
+		{"kube_namesrv_cluster_refusals_total", map[string]string{"namespace": clusterNamespace, "name": refusedName, "reason": string(v1alpha1.RefusalTarget)}, nil},
 		{"controller_runtime_reconcile_total", map[string]string{"controller": "nameservercluster", "result": "success"}, nil},
 	}
 	addr := func() string { return srv.(interface{ GetBindAddr() string }).GetBindAddr() }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,5 +110,63 @@ func TestLoadsAgainstARealServer(t *testing.T) {
 	dead.Close()
 	if _, err := (&RouteLoad{Addr: dead.Addr().String(), Conns: 1, Inflight: 1, Topics: []string{"x"}}).Run(ctx); err == nil {
 		t.Fatal("no error for an unreachable server")
+	}
+}
+
+// TestLoadsEndedBeforeConnecting: a load whose context ends before its
+// connections are established (a short window on a host too busy to run
+// the dial in time) stops without an error and without a result, as it
+// does when the context ends later.
+func TestLoadsEndedBeforeConnecting(t *testing.T) {
+	s := nstest.Start(t, nil)
+	addr := s.Addr().String()
+	for name, ctx := range map[string]context.Context{
+		"canceled": func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}(),
+		"past its deadline": func() context.Context {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		}(),
+	} {
+		r, err := (&RouteLoad{Addr: addr, Conns: 2, Inflight: 4, Topics: []string{"t"}, Duration: time.Second,
+			OnReady: func() { t.Errorf("route load, %s: ready without an answer", name) }}).Run(ctx)
+		if err != nil || r == nil || r.Requests != 0 {
+			t.Errorf("route load, %s: %v; want no queries and no error", name, err)
+		}
+		res, err := (&RegisterStorm{Addr: addr, Brokers: 2, TopicsPerBroker: 10, Generation: body.Broker5}).Run(ctx)
+		if err != nil || res.Registrations != 0 {
+			t.Errorf("storm, %s: %v; want no registrations and no error", name, err)
+		}
+	}
+}
+
+// TestRouteLoadDurationStartsUnderWay: Duration bounds the load from when
+// every connection has had an answer, so that even a host too busy to
+// answer within the duration gives a window with answers on every
+// connection; OnReady tells, once, when that is. The load ends by itself.
+func TestRouteLoadDurationStartsUnderWay(t *testing.T) {
+	s := nstest.Start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const d = 200 * time.Millisecond
+	var ready atomic.Int32
+	r, err := (&RouteLoad{Addr: s.Addr().String(), Conns: 3, Inflight: 4, Topics: []string{"missing-topic"}, Duration: d,
+		OnReady: func() { ready.Add(1) }}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ready.Load(); n != 1 {
+		t.Errorf("OnReady called %d times, want once", n)
+	}
+	if r.Requests < 3 || r.NotFound != r.Requests || r.Elapsed < d {
+		t.Fatalf("route load of %v: %d queries, %d not found, in %v; want an answer per connection at least, in %v at least",
+			d, r.Requests, r.NotFound, r.Elapsed, d)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the load ran until its context ended, not for its duration")
 	}
 }

@@ -222,6 +222,9 @@ func (s *RegisterStorm) runBroker(ctx context.Context, b int, reqs []*remotingcl
 	defer once.Do(roundsDone)
 	c, err := remotingclient.Dial(ctx, s.Addr, remotingclient.Options{Version: protocol.V5_3_3})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // the storm ended before this broker connected
+		}
 		return err
 	}
 	defer c.Close()

@@ -31,6 +31,16 @@ type RouteLoad struct {
 	Type    remoting.SerializeType
 	// MaxRequests bounds the total number of requests (0: no bound).
 	MaxRequests int64
+	// Duration, when positive, ends the load this long after it is under
+	// way: every connection established and answered once. On a busy host
+	// a dial or a first answer can wait for a CPU longer than a short
+	// window lasts; the window is for queries, and holds some on every
+	// connection. ctx bounds the whole run, connecting included.
+	Duration time.Duration
+	// OnReady, when set, is called once the load is under way (every
+	// connection has had its first answer): a caller can start what the
+	// load is to run beside. A load that ends before that never calls it.
+	OnReady func()
 }
 
 // RouteResult is what a route load measured.
@@ -40,8 +50,10 @@ type RouteResult struct {
 	Errors uint64
 	// NotFound counts TOPIC_NOT_EXIST answers.
 	NotFound uint64
-	Elapsed  time.Duration
-	Latency  Histogram
+	// Elapsed is the time from the end of the dials, or with Duration from
+	// when the load was under way, to its end.
+	Elapsed time.Duration
+	Latency Histogram
 }
 
 // Throughput is answers per second.
@@ -91,7 +103,9 @@ func (t *template) stamp(dst []byte, opaque int32, typ remoting.SerializeType) [
 	return dst
 }
 
-// Run drives the load until ctx ends or MaxRequests answers arrived.
+// Run drives the load until ctx ends, Duration has passed or MaxRequests
+// answers arrived. The end of ctx is the stop, not a failure, even when it
+// comes before a connection is established (the load then sent nothing).
 func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	if len(l.Topics) == 0 || l.Conns <= 0 || l.Inflight <= 0 {
 		return nil, errors.New("route load needs topics, connections and requests in flight")
@@ -99,6 +113,41 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	tpl, err := buildTemplates(l)
 	if err != nil {
 		return nil, err
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	var d net.Dialer
+	for range l.Conns {
+		nc, err := d.DialContext(ctx, "tcp", l.Addr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return &RouteResult{}, nil
+			}
+			return nil, fmt.Errorf("dial %s: %w", l.Addr, err)
+		}
+		conns = append(conns, nc)
+	}
+	start := time.Now()
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	var window *time.Timer
+	var waiting atomic.Int64 // connections yet to have an answer
+	waiting.Store(int64(len(conns)))
+	answered := func() {
+		if waiting.Add(-1) != 0 {
+			return
+		}
+		if l.Duration > 0 {
+			start = time.Now() // read after wg.Wait: this runs in a connection's goroutine
+			window = time.AfterFunc(l.Duration, stop)
+		}
+		if l.OnReady != nil {
+			l.OnReady()
+		}
 	}
 	var budget atomic.Int64
 	budget.Store(l.MaxRequests)
@@ -108,15 +157,17 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 	results := make([]RouteResult, l.Conns)
 	errs := make([]error, l.Conns)
 	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range l.Conns {
+	for i, nc := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.runConn(ctx, tpl, i, &budget, &results[i])
+			errs[i] = l.runConn(run, nc, tpl, i, &budget, &results[i], answered)
 		}()
 	}
 	wg.Wait()
+	if window != nil {
+		window.Stop()
+	}
 	total := &RouteResult{Elapsed: time.Since(start)}
 	for i := range results {
 		total.Requests += results[i].Requests
@@ -130,13 +181,9 @@ func (l *RouteLoad) Run(ctx context.Context) (*RouteResult, error) {
 // runConn keeps Inflight requests outstanding on one connection: it reads
 // whatever answers have arrived and sends as many new requests in a single
 // write, the way a busy client's pipeline behaves.
-func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, budget *atomic.Int64, res *RouteResult) error {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", l.Addr)
-	if err != nil {
-		return fmt.Errorf("dial %s: %w", l.Addr, err)
-	}
-	defer nc.Close()
+// firstAnswer is called after the connection's first answer.
+func (l *RouteLoad) runConn(ctx context.Context, nc net.Conn, tpl []template, offset int, budget *atomic.Int64, res *RouteResult,
+	firstAnswer func()) error {
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
@@ -167,7 +214,10 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 	}
 	outstanding, err := send(l.Inflight)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("send: %w", err)
 	}
 	frames := remoting.NewFrameReader(bufio.NewReaderSize(nc, 256<<10), remoting.DefaultFrameMaxLength)
 	var dec remoting.Decoder
@@ -200,12 +250,21 @@ func (l *RouteLoad) runConn(ctx context.Context, tpl []template, offset int, bud
 				break
 			}
 		}
+		if res.Requests == uint64(answered) {
+			firstAnswer()
+		}
 		outstanding -= answered
 		if ctx.Err() != nil {
 			continue
 		}
 		sent, err := send(answered)
 		if err != nil {
+			// The end of ctx moves the deadline into the past, which fails
+			// a write that began just before it: that is the stop, not a
+			// failure.
+			if ctx.Err() != nil {
+				return nil
+			}
 			return fmt.Errorf("send: %w", err)
 		}
 		outstanding += sent

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ type curveOptions struct {
 	doc   string
 	which string
 	quick bool
+
+	compare, compareLabel string
 
 	memBrokers, memEntries intList
 	memInterval            time.Duration
@@ -81,6 +84,8 @@ func (c *curveOptions) register(fs *flag.FlagSet) {
 	c.stormBrokers = intList{100, 1000}
 	fs.StringVar(&c.out, "out", "docs/curves", "curves: directory of the CSV and Markdown tables; plot: directory of the CSV files and SVGs")
 	fs.StringVar(&c.doc, "doc", "", "plot: Markdown file whose curves:begin/curves:end lines get the report (else it goes to stdout)")
+	fs.StringVar(&c.compare, "compare", "", "plot: directory of another NameServer's curve CSVs (as -mode curves wrote them), drawn dashed beside ours and compared point by point")
+	fs.StringVar(&c.compareLabel, "compare-label", "", "plot: the name of -compare's server in legends and tables (default: the directory's name)")
 	fs.StringVar(&c.which, "curves", "memory,register,route,storm", "curves: which curves to measure")
 	fs.BoolVar(&c.quick, "quick", false, "curves: a tiny grid with short points (a smoke test, not figures)")
 	fs.Var(&c.memBrokers, "mem-brokers", "memory curve: broker counts")
@@ -152,18 +157,19 @@ type target struct {
 	fresh bool
 }
 
-// sweep runs the curves, each point against a freshly spawned namesrv
-// (or, without -spawn, against -addr/-pid for the route and registration
-// curves), and writes their tables into c.out.
+// sweep runs the curves, each point against a freshly spawned server
+// (or, without -spawn or -spawn-cmd, against -addr/-pid for the route and
+// registration curves), and writes their tables into c.out.
 type sweep struct {
 	o      *options
+	l      *launcher // nil: -addr and -pid
 	c      *curveOptions
 	out    io.Writer
 	broker int // next FirstBroker, so points against one server never collide
 }
 
 func (s *sweep) target(ctx context.Context) (*target, error) {
-	if s.o.spawn == "" {
+	if s.l == nil {
 		t := &target{addr: s.o.addr, pid: s.o.pid, stop: func() {}}
 		if t.pid > 0 {
 			u, err := loadgen.ReadProc(t.pid)
@@ -174,11 +180,11 @@ func (s *sweep) target(ctx context.Context) (*target, error) {
 		}
 		return t, nil
 	}
-	srv, err := spawn(ctx, s.o.spawn)
+	srv, err := spawn(ctx, s.l, s.o.spawnTimeout)
 	if err != nil {
 		return nil, err
 	}
-	pid := srv.cmd.Process.Pid
+	pid := srv.pid
 	u, err := loadgen.ReadProc(pid)
 	if err != nil {
 		srv.stop()
@@ -201,14 +207,14 @@ func (s *sweep) firstBroker(n int) int {
 	return b
 }
 
-func curvesMode(ctx context.Context, o *options, out io.Writer) error {
+func curvesMode(ctx context.Context, o *options, l *launcher, out io.Writer) error {
 	c := &o.curves
 	want := map[string]bool{}
 	for name := range strings.SplitSeq(c.which, ",") {
 		switch name {
 		case "memory", "storm":
-			if o.spawn == "" {
-				return fmt.Errorf("the %s curve needs a fresh server per point: give -spawn", name)
+			if l == nil {
+				return fmt.Errorf("the %s curve needs a fresh server per point: give -spawn or -spawn-cmd", name)
 			}
 		case "register", "route":
 		default:
@@ -219,7 +225,7 @@ func curvesMode(ctx context.Context, o *options, out io.Writer) error {
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
-	s := &sweep{o: o, c: c, out: out}
+	s := &sweep{o: o, l: l, c: c, out: out}
 	meta := newMeta(o)
 	start := time.Now()
 	for _, curve := range []struct {
@@ -490,19 +496,14 @@ func (s *sweep) routePoint(ctx context.Context, tg *target, per int) ([]string, 
 	topics := sample(first, s.c.routeBrokers, per, s.c.routeSample)
 	load := &loadgen.RouteLoad{Addr: tg.addr, Conns: s.o.conns, Inflight: s.o.inflight, Topics: topics,
 		Version: int32(s.o.version), Type: remoting.JSON}
-	wctx, cancel := context.WithTimeout(ctx, s.c.routeWarmup)
-	_, err := load.Run(wctx)
-	cancel()
-	if err != nil {
+	if _, err := timedLoad(ctx, load, s.c.routeWarmup); err != nil {
 		return nil, err
 	}
 	before, err := tg.usage()
 	if err != nil {
 		return nil, err
 	}
-	mctx, cancel := context.WithTimeout(ctx, s.c.routeDuration)
-	res, err := load.Run(mctx)
-	cancel()
+	res, err := timedLoad(ctx, load, s.c.routeDuration)
 	if err != nil {
 		return nil, err
 	}
@@ -564,18 +565,31 @@ func (s *sweep) stormPoint(ctx context.Context, tg *target, brokers int) ([]stri
 	defer cancel()
 	hold, release := context.WithCancel(sctx)
 	defer release()
-	held := make(chan error, 1)
+	// The route load is under way (every connection answered once) before
+	// the first broker registers, so that on a busy host it is not still
+	// connecting when a short storm is over.
+	ready := make(chan struct{})
+	load.OnReady = func() { close(ready) }
 	loaded := make(chan *loadgen.RouteResult, 1)
 	var loadErr error
-	start := time.Now()
-	go func() {
-		_, err := storm.Run(hold)
-		held <- err
-	}()
 	go func() {
 		var res *loadgen.RouteResult
 		res, loadErr = load.Run(hold)
 		loaded <- res
+	}()
+	select {
+	case <-ready:
+	case <-loaded:
+		if loadErr == nil {
+			loadErr = sctx.Err()
+		}
+		return nil, fmt.Errorf("route load ended before its first answers: %w", loadErr)
+	}
+	held := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := storm.Run(hold)
+		held <- err
 	}()
 	routable, err := waitRoutable(sctx, poller, first, brokers, s.c.stormTopics)
 	elapsed := time.Since(start)
@@ -666,7 +680,23 @@ type meta struct {
 }
 
 func newMeta(o *options) *meta {
-	return &meta{command: "nsbench " + strings.Join(relativeArgs(o.args), " "), started: time.Now().UTC(), loadFrom: loadAverage()}
+	args := relativeArgs(o.args)
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return &meta{command: "nsbench " + strings.Join(args, " "), started: time.Now().UTC(), loadFrom: loadAverage()}
+}
+
+// plainArg is an argument a shell reads as it is.
+var plainArg = regexp.MustCompile(`^[A-Za-z0-9_/.,:=+@%-]+$`)
+
+// shellQuote quotes an argument (a -spawn-cmd command line, say) so that
+// the command in the report can be pasted into a shell.
+func shellQuote(a string) string {
+	if plainArg.MatchString(a) {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 // relativeArgs shows absolute paths under the working directory (make

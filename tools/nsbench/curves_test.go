@@ -155,14 +155,14 @@ func column(t *testing.T, tb *table, name string) []string {
 func TestSweepAgainstAnAddress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := spawn(ctx, namesrvBin)
+	srv, err := spawn(ctx, binaryLauncher(namesrvBin), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.stop()
 	dir := t.TempDir()
 	var out bytes.Buffer
-	args := []string{"-addr", srv.addr, "-pid", strconv.Itoa(srv.cmd.Process.Pid), "-mode", "curves", "-quick", "-curves", "register,route", "-out", dir}
+	args := []string{"-addr", srv.addr, "-pid", strconv.Itoa(srv.pid), "-mode", "curves", "-quick", "-curves", "register,route", "-out", dir}
 	if err := run(args, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -183,6 +183,8 @@ func TestCurvesRefuseBadRequests(t *testing.T) {
 		{"-mode", "curves", "-reg-topics", "0"},
 		{"-mode", "plot", "-out", dir},
 		{"-mode", "nonsense"},
+		{"-mode", "start"},
+		{"-mode", "plot", "-out", dir, "-compare", t.TempDir()},
 	} {
 		if err := run(args, new(bytes.Buffer)); err == nil {
 			t.Errorf("%q: no error", args)
@@ -244,6 +246,17 @@ func TestRelativeArgs(t *testing.T) {
 	got := relativeArgs([]string{"-spawn", filepath.Join(wd, "bin", "namesrv"), "/elsewhere/x", "rel"})
 	if strings.Join(got, " ") != "-spawn bin/namesrv /elsewhere/x rel" {
 		t.Errorf("relativeArgs %q", got)
+	}
+	for arg, want := range map[string]string{
+		"-reg-topics":                "-reg-topics",
+		"1000,10000":                 "1000,10000",
+		"exec bin/namesrv {port}":    "'exec bin/namesrv {port}'",
+		`sh -c "it's $NSBENCH_PORT"`: `'sh -c "it'\''s $NSBENCH_PORT"'`,
+		"":                           "''",
+	} {
+		if got := shellQuote(arg); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", arg, got, want)
+		}
 	}
 }
 

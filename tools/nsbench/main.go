@@ -3,7 +3,8 @@
 // time and count, against a NameServer on loopback. It reports throughput,
 // latency percentiles, and the server's CPU per request and resident memory
 // read from /proc (give -pid, or let -spawn start the server and also time
-// its start). -mode curves sweeps sizes (memory, registration CPU, route
+// its start; -spawn-cmd starts any NameServer, Java's included, by a
+// command line). -mode curves sweeps sizes (memory, registration CPU, route
 // CPU and p99, a restart storm) into CSV and Markdown tables, and -mode
 // plot draws them as SVG into docs/benchmarks.md. docs/benchmarks.md lists
 // the figures and the commands.
@@ -11,6 +12,7 @@
 //	nsbench -spawn bin/namesrv -mode route -conns 4 -inflight 64 -topics 100 -duration 20s
 //	nsbench -addr 127.0.0.1:9876 -pid $(pidof namesrv) -mode register -brokers 100 -topics-per-broker 1000
 //	nsbench -spawn bin/namesrv -mode curves -out docs/curves
+//	nsbench -spawn-cmd 'exec bin/namesrv --listen-port {port} --kv-config-path {kv}' -mode start
 //	nsbench -mode plot -out docs/curves -doc docs/benchmarks.md
 package main
 
@@ -20,12 +22,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,9 +40,12 @@ type options struct {
 	addr     string
 	pid      int
 	spawn    string
+	spawnCmd string
 	mode     string
 	duration time.Duration
 	warmup   time.Duration
+
+	spawnTimeout time.Duration
 
 	conns, inflight, topics int
 	version                 int
@@ -74,9 +75,13 @@ func run(args []string, out io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("nsbench", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:9876", "NameServer remoting address (ignored with -spawn)")
-	fs.IntVar(&o.pid, "pid", 0, "NameServer process id, for its CPU time and RSS (set by -spawn)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:9876", "NameServer remoting address (ignored with -spawn or -spawn-cmd)")
+	fs.IntVar(&o.pid, "pid", 0, "NameServer process id, for its CPU time and RSS (set by -spawn or -spawn-cmd)")
 	fs.StringVar(&o.spawn, "spawn", "", "start this namesrv binary on a free loopback port, time its start, and stop it at the end")
+	fs.StringVar(&o.spawnCmd, "spawn-cmd", "", "like -spawn, for any NameServer: run this command line with sh -c, {port}, {dir}, {kv} and {config} replaced "+
+		"(also in the environment as NSBENCH_PORT, NSBENCH_DIR, NSBENCH_KV_CONFIG_PATH, NSBENCH_CONFIG_PATH); "+
+		"the process of its process group that listens on the port is measured")
+	fs.DurationVar(&o.spawnTimeout, "spawn-timeout", 30*time.Second, "how long a spawned server may take to answer its first request")
 	fs.StringVar(&o.mode, "mode", "route", "route, register, mixed (route load quiet, then during a registration storm), start (start-up only), curves (the cost-curve sweep into -out) or plot (SVGs and the report from -out's CSV files)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time (each phase in mixed mode)")
 	fs.IntVar(&o.windows, "windows", 1, "mixed mode: alternate quiet and storm windows this many times, each -duration/windows long, so a shared host's drift falls on both phases")
@@ -109,31 +114,37 @@ func run(args []string, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	l, err := o.launcher()
+	if err != nil {
+		return err
+	}
 	switch o.mode {
+	case "route", "register", "mixed":
+	case "start":
+		if l == nil {
+			return errors.New("-mode start needs -spawn or -spawn-cmd")
+		}
 	case "curves":
-		return curvesMode(ctx, &o, out)
+		return curvesMode(ctx, &o, l, out)
 	case "plot":
 		return plotMode(&o, out)
+	default:
+		return fmt.Errorf("unknown mode %q", o.mode)
 	}
-	if o.spawn != "" {
-		srv, err := spawn(ctx, o.spawn)
+	if l != nil {
+		srv, err := spawn(ctx, l, o.spawnTimeout)
 		if err != nil {
 			return err
 		}
 		defer srv.stop()
-		o.addr, o.pid = srv.addr, srv.cmd.Process.Pid
-		fmt.Fprintf(out, "server: %s, pid %d, start to first answer %v\n", o.addr, o.pid, srv.startup.Round(100*time.Microsecond))
+		o.addr, o.pid = srv.addr, srv.pid
+		fmt.Fprintf(out, "server: %s, pid %d (%s), start to first answer %v\n", o.addr, o.pid, srv.name, srv.startup.Round(100*time.Microsecond))
 		if u, err := loadgen.ReadProc(o.pid); err == nil {
 			fmt.Fprintf(out, "server: idle RSS %.1f MiB\n", mib(u.RSS))
 		}
 	}
 
 	switch o.mode {
-	case "start":
-		if o.spawn == "" {
-			return errors.New("-mode start needs -spawn")
-		}
-		return nil
 	case "route":
 		return routeMode(ctx, &o, out)
 	case "register":
@@ -141,7 +152,7 @@ func run(args []string, out io.Writer) error {
 	case "mixed":
 		return mixedMode(ctx, &o, out)
 	}
-	return fmt.Errorf("unknown mode %q", o.mode)
+	return nil
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
@@ -211,13 +222,24 @@ func measure(o *options, f func() error) (cpu time.Duration, rss int64, err erro
 	return 0, 0, nil
 }
 
+// connectGrace bounds a timed load's connecting beyond its duration: the
+// duration starts once its connections are established, so that a dial
+// waiting for a CPU on a busy host does not eat a short window.
+const connectGrace = 30 * time.Second
+
+// timedLoad runs load for d from when its connections are established.
+func timedLoad(ctx context.Context, load *loadgen.RouteLoad, d time.Duration) (*loadgen.RouteResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, d+connectGrace)
+	defer cancel()
+	load.Duration = d
+	return load.Run(ctx)
+}
+
 func runRoute(ctx context.Context, o *options, topics []string, d time.Duration) (*loadgen.RouteResult, time.Duration, int64, error) {
 	var res *loadgen.RouteResult
 	cpu, rss, err := measure(o, func() error {
-		rctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
 		var err error
-		res, err = o.routeLoad(topics).Run(rctx)
+		res, err = timedLoad(ctx, o.routeLoad(topics), d)
 		return err
 	})
 	return res, cpu, rss, err
@@ -312,64 +334,4 @@ func registerMode(ctx context.Context, o *options, out io.Writer) error {
 	}
 	reportStorm(out, o, res, cpu, rss)
 	return nil
-}
-
-type server struct {
-	cmd     *exec.Cmd
-	addr    string
-	startup time.Duration
-	dir     string
-}
-
-// spawn starts namesrv on a free loopback port and waits for its first
-// answer; the time from exec to that answer is its start-up time.
-func spawn(ctx context.Context, bin string) (*server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir, err := os.MkdirTemp("", "nsbench")
-	if err != nil {
-		return nil, err
-	}
-	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
-	s.cmd = exec.Command(bin, "--bind-address", "127.0.0.1", "--listen-port", strconv.Itoa(port), "--http-port", "0",
-		"--kv-config-path", filepath.Join(dir, "kvConfig.json"), "--config-store-path", filepath.Join(dir, "namesrv.properties"),
-		"--log-level", "warn")
-	s.cmd.Stderr = os.Stderr
-	start := time.Now()
-	if err := s.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	for {
-		if c, err := remotingclient.Dial(ctx, s.addr, remotingclient.Options{}); err == nil {
-			r, err := c.Invoke(ctx, &remotingclient.Request{Code: protocol.GetBrokerClusterInfo})
-			c.Close()
-			if err == nil && r.Code == protocol.Success {
-				s.startup = time.Since(start)
-				return s, nil
-			}
-		}
-		if time.Since(start) > 10*time.Second || ctx.Err() != nil {
-			s.stop()
-			return nil, errors.New("spawned namesrv did not answer within 10 s")
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
-	os.RemoveAll(s.dir)
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kube-namesrv/kube-namesrv/tools/plot"
@@ -21,18 +23,27 @@ const (
 )
 
 // figure is one SVG drawn from a curve's CSV: a series per distinct value
-// of the series columns, x and y from two numeric columns.
+// of the series columns, x and y from two numeric columns (y times yScale,
+// when set).
 type figure struct {
 	file, title, xLabel, yLabel string
 	x, y                        string
+	yScale                      float64
 	series                      func(t *table, row []string) string
 	logY, yFromZero             bool
 }
 
-// curveReport is how one curve appears in the report.
+// compared is a column the side-by-side table compares.
+type compared struct{ column, label string }
+
+// curveReport is how one curve appears in the report: its text, figures,
+// and, beside another server's curves, the columns that identify a point
+// (keys) and those compared.
 type curveReport struct {
 	name, heading, text string
 	figures             []figure
+	keys                []string
+	measures            []compared
 }
 
 func cell(t *table, row []string, column string) string {
@@ -52,14 +63,19 @@ var reports = []curveReport{
 				x: "topic_entries", y: "rss_mib", logY: true, series: brokerSeries},
 			{file: "memory-bytes.svg", title: "Bytes per topic entry", xLabel: "topic entries (sum over brokers)", yLabel: "bytes per entry",
 				x: "topic_entries", y: "bytes_per_entry", yFromZero: true, series: brokerSeries},
-		}},
+		},
+		keys: []string{"broker_count", "names", "topics_per_broker"},
+		measures: []compared{{"idle_rss_mib", "idle RSS (MiB)"}, {"rss_mib", "RSS (MiB)"}, {"bytes_per_entry", "bytes per entry"},
+			{"register_cpu_s", "CPU of both rounds (s)"}}},
 	{name: "register", heading: "Registration CPU against topics per broker",
 		text: "One broker re-registering back to back on one connection, after a first registration that built its topics; " +
 			"server CPU (user + system, from /proc) divided by the measured registrations.",
 		figures: []figure{
 			{file: "register.svg", title: "Server CPU per registration", xLabel: "topics of the broker", yLabel: "CPU per registration (ms)",
 				x: "topics", y: "cpu_ms_per_registration", logY: true, series: func(t *table, r []string) string { return cell(t, r, "kind") }},
-		}},
+		},
+		keys:     []string{"kind", "topics"},
+		measures: []compared{{"cpu_ms_per_registration", "CPU per registration (ms)"}, {"latency_p50_ms", "latency p50 (ms)"}, {"rss_mib", "RSS (MiB)"}}},
 	{name: "route", heading: "Route queries against table size",
 		text: "The closed-loop route load over a sample of the table's topics, after a warm-up.",
 		figures: []figure{
@@ -67,44 +83,93 @@ var reports = []curveReport{
 				x: "table_topics", y: "cpu_us_per_query", yFromZero: true, series: func(*table, []string) string { return "CPU per query" }},
 			{file: "route-p99.svg", title: "Route query p99", xLabel: "topics in the table", yLabel: "p99 (µs)",
 				x: "table_topics", y: "p99_us", yFromZero: true, series: func(*table, []string) string { return "p99" }},
-		}},
+		},
+		keys:     []string{"table_topics"},
+		measures: []compared{{"cpu_us_per_query", "CPU per query (µs)"}, {"p99_us", "p99 (µs)"}, {"rss_mib", "RSS (MiB)"}}},
 	{name: "storm", heading: "Restart storm",
 		text: "A fresh NameServer; every broker's first registration within the spread, while the route load asks for their topics. " +
 			"Routable after: from the first registration until one topic of every broker was found. " +
-			"Not found: route queries answered TOPIC_NOT_EXIST meanwhile (a topic asked for before its broker registered)."},
+			"Not found: route queries answered TOPIC_NOT_EXIST meanwhile (a topic asked for before its broker registered).",
+		figures: []figure{
+			{file: "storm-routable.svg", title: "Restart storm: every broker routable after", xLabel: "brokers", yLabel: "routable after (s)",
+				x: "broker_count", y: "routable_after_ms", yScale: 1e-3, logY: true, series: stormSeries},
+			{file: "storm-p99.svg", title: "Route p99 during the restart storm", xLabel: "brokers", yLabel: "route p99 (ms)",
+				x: "broker_count", y: "route_p99_us", yScale: 1e-3, logY: true, series: stormSeries},
+		},
+		keys:     []string{"broker_count", "topics_per_broker", "spread_ms"},
+		measures: []compared{{"routable_after_ms", "routable after (ms)"}, {"route_p99_us", "route p99 (µs)"}, {"rss_mib", "RSS (MiB)"}}},
 }
 
 func brokerSeries(t *table, r []string) string {
 	return cell(t, r, "broker_count") + " brokers, " + cell(t, r, "names")
 }
 
-// chart builds a figure's chart from its table. A zero on a logarithmic
-// axis (CPU below /proc's 10 ms resolution over a short point) stays in
-// the table but not in the figure; nil means nothing is left to draw.
-func (f *figure) chart(t *table) (*plot.Chart, error) {
-	c := &plot.Chart{Title: f.title, XLabel: f.xLabel, YLabel: f.yLabel, LogX: true, LogY: f.logY, YFromZero: f.yFromZero}
+func stormSeries(t *table, r []string) string {
+	return cell(t, r, "topics_per_broker") + " topics per broker"
+}
+
+// comparison is another NameServer's curves, measured by the same sweep
+// into dir: drawn dashed beside ours and set beside them per point.
+type comparison struct {
+	dir, label string
+}
+
+// points adds a table's rows to c as series, one per series name: new
+// names are appended with the next palette colour, names already there
+// (when t is the comparison) take the colour of ours, suffixed by label.
+func (f *figure) points(c *plot.Chart, t *table, label string, colours map[string]string) error {
 	index := map[string]int{}
 	for _, r := range t.rows {
 		x, err := t.float(r, f.x)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		y, err := t.float(r, f.y)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if f.yScale != 0 {
+			y *= f.yScale
 		}
 		if x <= 0 || f.logY && y <= 0 {
 			continue
 		}
-		name := f.series(t, r)
-		i, ok := index[name]
+		key := f.series(t, r)
+		i, ok := index[key]
 		if !ok {
+			colour, known := colours[key]
+			if !known {
+				colour = plot.Colour(len(colours))
+				colours[key] = colour
+			}
+			name := key
+			if label != "" {
+				name = key + ", " + label
+			}
 			i = len(c.Series)
-			index[name] = i
-			c.Series = append(c.Series, plot.Series{Name: name})
+			index[key] = i
+			c.Series = append(c.Series, plot.Series{Name: name, Colour: colour, Dashed: label != ""})
 		}
 		c.Series[i].X = append(c.Series[i].X, x)
 		c.Series[i].Y = append(c.Series[i].Y, y)
+	}
+	return nil
+}
+
+// chart builds a figure's chart from its table and, when other is not
+// nil, the comparison's dashed beside it. A zero on a logarithmic axis
+// (CPU below /proc's 10 ms resolution over a short point) stays in the
+// table but not in the figure; nil means nothing is left to draw.
+func (f *figure) chart(t, other *table, label string) (*plot.Chart, error) {
+	c := &plot.Chart{Title: f.title, XLabel: f.xLabel, YLabel: f.yLabel, LogX: true, LogY: f.logY, YFromZero: f.yFromZero}
+	colours := map[string]string{}
+	if err := f.points(c, t, "", colours); err != nil {
+		return nil, err
+	}
+	if other != nil {
+		if err := f.points(c, other, label, colours); err != nil {
+			return nil, err
+		}
 	}
 	if len(c.Series) == 0 {
 		return nil, nil
@@ -112,21 +177,111 @@ func (f *figure) chart(t *table) (*plot.Chart, error) {
 	return c, nil
 }
 
-// render draws the SVGs of every curve whose CSV is in dir and returns
-// the Markdown report, its images linked relative to docDir.
-func render(dir, docDir string) (string, error) {
+// ratio formats theirs/ours: two significant digits below 10, whole
+// numbers above; a dash when either is not a positive number.
+func ratio(ours, theirs string) string {
+	a, errA := strconv.ParseFloat(ours, 64)
+	b, errB := strconv.ParseFloat(theirs, 64)
+	if errA != nil || errB != nil || a <= 0 || b <= 0 {
+		return "—"
+	}
+	r := b / a
+	switch {
+	case r >= 10:
+		return strconv.FormatFloat(r, 'f', 0, 64) + "x"
+	case r >= 1:
+		return strconv.FormatFloat(r, 'f', 1, 64) + "x"
+	default:
+		return strconv.FormatFloat(r, 'f', 2, 64) + "x"
+	}
+}
+
+// beside is the side-by-side table of a curve: for every point of the
+// comparison, each measure as ours, theirs and their ratio. A point ours
+// lacks shows a dash.
+func (rep *curveReport) beside(ours, theirs *table, label string) (*table, error) {
+	cols := append(slices.Clone(rep.keys), "measure", "namesrv", label, label+" / namesrv")
+	out := newTable(rep.name+"-beside", cols...)
+	key := func(t *table, r []string) (string, error) {
+		var parts []string
+		for _, k := range rep.keys {
+			i, err := t.column(k)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, r[i])
+		}
+		return strings.Join(parts, "\x00"), nil
+	}
+	byKey := map[string][]string{}
+	for _, r := range ours.rows {
+		k, err := key(ours, r)
+		if err != nil {
+			return nil, err
+		}
+		byKey[k] = r
+	}
+	for _, r := range theirs.rows {
+		k, err := key(theirs, r)
+		if err != nil {
+			return nil, err
+		}
+		mine := byKey[k]
+		for _, m := range rep.measures {
+			j, err := theirs.column(m.column)
+			if err != nil {
+				return nil, err
+			}
+			o := "—"
+			if mine != nil {
+				i, err := ours.column(m.column)
+				if err != nil {
+					return nil, err
+				}
+				o = mine[i]
+			}
+			row := append(strings.Split(k, "\x00"), m.label, o, r[j], ratio(o, r[j]))
+			out.add(row...)
+		}
+	}
+	return out, nil
+}
+
+// render draws the SVGs of every curve whose CSV is in dir, with the
+// comparison's beside them when cmp is not nil, and returns the Markdown
+// report, its images linked relative to docDir.
+func render(dir, docDir string, cmp *comparison) (string, error) {
 	link, err := filepath.Rel(docDir, dir)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	run, err := readTable(dir, "run")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := runLines(&b, dir, ""); err != nil {
 		return "", err
 	}
-	if run != nil {
-		for _, r := range run.rows {
-			fmt.Fprintf(&b, "- %s: %s\n", r[0], strings.ReplaceAll(r[1], "|", `\|`))
+	var cmpLink string
+	if cmp != nil {
+		if cmpLink, err = filepath.Rel(docDir, cmp.dir); err != nil {
+			return "", err
+		}
+		cmpLink = filepath.ToSlash(cmpLink)
+		found := false
+		for _, rep := range reports {
+			if _, err := os.Stat(filepath.Join(cmp.dir, rep.name+".csv")); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("-compare: no curve CSV in %s", cmp.dir)
+		}
+		readme := ""
+		if _, err := os.Stat(filepath.Join(cmp.dir, "README.md")); err == nil {
+			readme = fmt.Sprintf(" ([how they were measured](%s/README.md))", cmpLink)
+		}
+		fmt.Fprintf(&b, "- beside: %s, dashed in the figures and in the tables after ours, from [%s](%s/)%s:\n",
+			cmp.label, cmpLink, cmpLink, readme)
+		if err := runLines(&b, cmp.dir, "  "); err != nil {
+			return "", err
 		}
 	}
 	found := 0
@@ -139,9 +294,23 @@ func render(dir, docDir string) (string, error) {
 			return "", err
 		}
 		found++
+		var other *table
+		if cmp != nil {
+			other, err = readTable(cmp.dir, rep.name)
+			if errors.Is(err, fs.ErrNotExist) {
+				other = nil
+			} else if err != nil {
+				return "", fmt.Errorf("%s: %w", cmp.dir, err)
+			}
+		}
+		label := ""
+		if cmp != nil {
+			label = cmp.label
+		}
 		fmt.Fprintf(&b, "\n#### %s\n\n%s\n\n", rep.heading, rep.text)
+		drawn := 0
 		for _, f := range rep.figures {
-			c, err := f.chart(t)
+			c, err := f.chart(t, other, label)
 			if err != nil {
 				return "", err
 			}
@@ -156,16 +325,44 @@ func render(dir, docDir string) (string, error) {
 				return "", err
 			}
 			fmt.Fprintf(&b, "![%s](%s)\n", f.title, filepath.ToSlash(filepath.Join(link, f.file)))
+			drawn++
 		}
-		if len(rep.figures) > 0 {
+		if drawn > 0 {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "%s\n([%s.csv](%s))\n", t.markdown(), rep.name, filepath.ToSlash(filepath.Join(link, rep.name+".csv")))
+		if other != nil {
+			side, err := rep.beside(t, other, label)
+			if err != nil {
+				return "", fmt.Errorf("%s beside %s: %w", rep.name, label, err)
+			}
+			fmt.Fprintf(&b, "\nBeside %s, point by point (%s's figure over namesrv's in the last column; a dash where namesrv has no such point):\n\n%s\n(%s: [%s.csv](%s/%s.csv))\n",
+				label, label, side.markdown(), label, rep.name, cmpLink, rep.name)
+		}
 	}
 	if found == 0 {
 		return "", fmt.Errorf("no curve CSV in %s", dir)
 	}
 	return b.String(), nil
+}
+
+// runLines lists dir's run.csv (how the sweep ran) as Markdown list items,
+// each line prefixed by indent; a missing run.csv lists nothing.
+func runLines(b *strings.Builder, dir, indent string) error {
+	run, err := readTable(dir, "run")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(run.columns) != 2 {
+		return fmt.Errorf("%s: run.csv has %d columns, want key and value", dir, len(run.columns))
+	}
+	for _, r := range run.rows {
+		fmt.Fprintf(b, "%s- %s: %s\n", indent, r[0], strings.ReplaceAll(r[1], "|", `\|`))
+	}
+	return nil
 }
 
 // replaceReport puts report between the markers of doc.
@@ -188,7 +385,14 @@ func plotMode(o *options, out io.Writer) error {
 	if c.doc != "" {
 		docDir = filepath.Dir(c.doc)
 	}
-	report, err := render(c.out, docDir)
+	var cmp *comparison
+	if c.compare != "" {
+		cmp = &comparison{dir: c.compare, label: c.compareLabel}
+		if cmp.label == "" {
+			cmp.label = filepath.Base(c.compare)
+		}
+	}
+	report, err := render(c.out, docDir, cmp)
 	if err != nil {
 		return err
 	}

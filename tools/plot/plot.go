@@ -17,9 +17,17 @@ import (
 type Series struct {
 	Name string
 	X, Y []float64
+	// Colour is the line's colour; empty takes the palette's colour for
+	// the series' position (Colour gives the same ones).
+	Colour string
+	// Dashed draws the line dashed with hollow points: a second source
+	// beside the solid series, such as another server measured alike.
+	Dashed bool
 }
 
-// Chart is a line chart. Width and Height default to 640x400.
+// Chart is a line chart. Height defaults to 400, Width to 640 or, when
+// the legend's names are long, as much wider as keeps the plot area
+// minPlotWidth wide.
 type Chart struct {
 	Title, XLabel, YLabel string
 	LogX, LogY            bool
@@ -32,12 +40,21 @@ type Chart struct {
 // palette is colour-blind friendly (Okabe-Ito), in legend order.
 var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
 
+// Colour is the palette's i-th colour (it repeats after eight), so that
+// series of two sources can share a colour for the same quantity.
+func Colour(i int) string { return palette[i%len(palette)] }
+
 const (
 	marginLeft   = 70
 	marginRight  = 20
 	marginTop    = 40
 	marginBottom = 55
 	legendLine   = 16
+	// minPlotWidth is the plot area's width a default-width chart keeps
+	// beside its legend.
+	minPlotWidth = 400
+	// dash is the stroke pattern of a dashed series.
+	dash = "6 4"
 )
 
 // axis maps data values to pixels along one dimension.
@@ -144,16 +161,16 @@ func (c *Chart) SVG() ([]byte, error) {
 			return nil, fmt.Errorf("series %q: %d x and %d y values", s.Name, len(s.X), len(s.Y))
 		}
 	}
-	w, h := c.Width, c.Height
-	if w == 0 {
-		w = 640
-	}
-	if h == 0 {
-		h = 400
-	}
 	legendWidth := 0
 	for _, s := range c.Series {
 		legendWidth = max(legendWidth, 30+7*len(s.Name))
+	}
+	w, h := c.Width, c.Height
+	if w == 0 {
+		w = max(640, marginLeft+marginRight+legendWidth+minPlotWidth)
+	}
+	if h == 0 {
+		h = 400
 	}
 	x := axis{log: c.LogX, from: marginLeft, to: float64(w - marginRight - legendWidth)}
 	y := axis{log: c.LogY, from: float64(h - marginBottom), to: marginTop}
@@ -187,19 +204,29 @@ func (c *Chart) SVG() ([]byte, error) {
 	fmt.Fprintf(&b, `<text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n", f((x.from+x.to)/2), h-12, html.EscapeString(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(16 %s) rotate(-90)" text-anchor="middle">%s</text>`+"\n", f((y.from+y.to)/2), html.EscapeString(c.YLabel))
 	for i, s := range c.Series {
-		colour := palette[i%len(palette)]
+		colour := s.Colour
+		if colour == "" {
+			colour = Colour(i)
+		}
+		colour = html.EscapeString(colour)
+		line, point := "", fmt.Sprintf(`fill="%s"`, colour)
+		if s.Dashed {
+			line = fmt.Sprintf(` stroke-dasharray="%s"`, dash)
+			point = fmt.Sprintf(`fill="#ffffff" stroke="%s" stroke-width="1.5"`, colour)
+		}
 		var pts []string
 		for j := range s.X {
 			pts = append(pts, f(x.pos(s.X[j]))+","+f(y.pos(s.Y[j])))
 		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), colour)
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), colour, line)
 		for _, p := range pts {
 			px, py, _ := strings.Cut(p, ",")
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", px, py, colour)
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" %s/>`+"\n", px, py, point)
 		}
 		ly := marginTop + 8 + i*legendLine
 		lx := x.to + 12
-		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s" stroke-width="2"/>`+"\n", f(lx), ly, f(lx+18), ly, colour)
+		fmt.Fprintf(&b, `<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", f(lx), ly, f(lx+18), ly, colour, line)
+		fmt.Fprintf(&b, `<circle cx="%s" cy="%d" r="3" %s/>`+"\n", f(lx+9), ly, point)
 		fmt.Fprintf(&b, `<text x="%s" y="%d" dominant-baseline="middle">%s</text>`+"\n", f(lx+24), ly, html.EscapeString(s.Name))
 	}
 	b.WriteString("</svg>\n")

@@ -7,6 +7,10 @@
 // from a node or a flat network), --external the addresses the operator
 // publishes outside the cluster, and --port-forward port-forwards to the
 // pods through the API server, which works wherever kubectl does.
+//
+// Its own commands are peers, which lists the peers the others use, and
+// migrate, which prints (and with --apply applies) the NameServerCluster
+// equivalent to an apache/rocketmq-operator NameService (package migrate).
 package nsc
 
 import (
@@ -98,6 +102,8 @@ type Frontend struct {
 	// forwarder opens port-forwards; nil means through the API server of
 	// restConfig. Tests set it.
 	forwarder forwarder
+	// stdin is what migrate -f - reads; nil means os.Stdin.
+	stdin io.Reader
 }
 
 // New returns the frontend.
@@ -123,19 +129,22 @@ The kubeconfig is found as kubectl finds it ($KUBECONFIG, ~/.kube/config,
 --kubeconfig, --context, or the pod's service account inside the cluster).
 A cluster with spec.tls.mode Enforcing is spoken to with TLS.
 
-  kubectl nsc peers [CLUSTER]   lists the peers the other commands use`
+  kubectl nsc peers [CLUSTER]   lists the peers the other commands use
+  kubectl nsc migrate [NAMESERVICE]
+                                converts a NameService of apache/rocketmq-operator
+                                into a NameServerCluster (kubectl nsc migrate -h)`
 }
 
 // Bind implements nsadmin.Frontend.
 func (f *Frontend) Bind(fs *pflag.FlagSet) {
-	f.bindKube(fs)
+	f.bindKube(fs, "namespace of the NameServerCluster (default: the kubeconfig's)")
 	fs.BoolVar(&f.usePodIP, "use-pod-ip", false, "reach peers by pod IP (with the port of their address) instead of DNS name")
 	fs.BoolVar(&f.external, "external", false, "reach peers by the addresses the operator publishes outside the cluster")
 	fs.BoolVar(&f.portForward, "port-forward", false, "reach peers through port-forwards to their pods via the API server (from anywhere kubectl works)")
 }
 
-func (f *Frontend) bindKube(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the NameServerCluster (default: the kubeconfig's)")
+func (f *Frontend) bindKube(fs *pflag.FlagSet, namespaceUsage string) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", namespaceUsage)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context to use")
 }
@@ -379,10 +388,16 @@ func podOf(addr string) string {
 	return pod
 }
 
-// Main runs kubectl-nsc: `peers` here, every other command in nsadmin.
+// Main runs kubectl-nsc: `peers` and `migrate` here, every other command
+// in nsadmin.
 func Main(f *Frontend, args []string, io nsadmin.IO) int {
-	if len(args) > 0 && args[0] == "peers" {
-		return f.peersCommand(args[1:], io)
+	if len(args) > 0 {
+		switch args[0] {
+		case "peers":
+			return f.peersCommand(args[1:], io)
+		case "migrate":
+			return f.migrateCommand(args[1:], io)
+		}
 	}
 	return nsadmin.Main(f, args, io)
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,30 +66,56 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// Server issues a server certificate for 127.0.0.1 and localhost.
+// Server issues a server certificate for 127.0.0.1, ::1 and localhost.
 func (ca *CA) Server(t testing.TB) *Cert {
 	t.Helper()
-	return ca.issue(t, "namesrv", x509.ExtKeyUsageServerAuth)
+	return ca.issue(t, Names{CN: "namesrv", DNS: []string{"localhost"}}, x509.ExtKeyUsageServerAuth)
 }
 
 // Client issues a client certificate named name.
 func (ca *CA) Client(t testing.TB, name string) *Cert {
 	t.Helper()
-	return ca.issue(t, name, x509.ExtKeyUsageClientAuth)
+	return ca.issue(t, Names{CN: name, DNS: []string{"localhost"}}, x509.ExtKeyUsageClientAuth)
 }
 
-func (ca *CA) issue(t testing.TB, name string, usage x509.ExtKeyUsage) *Cert {
+// Names are the names a client certificate identifies its holder by.
+type Names struct {
+	// CN is the subject's common name; empty leaves it out.
+	CN string
+	// DNS and URIs are subject alternative names (URIs such as SPIFFE
+	// IDs must parse as URLs).
+	DNS  []string
+	URIs []string
+}
+
+// ClientNamed issues a client certificate carrying exactly the given
+// names, as cert-manager or a SPIFFE issuer would.
+func (ca *CA) ClientNamed(t testing.TB, n Names) *Cert {
+	t.Helper()
+	return ca.issue(t, n, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *CA) issue(t testing.TB, n Names, usage x509.ExtKeyUsage) *Cert {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: name},
+		Subject:      pkix.Name{CommonName: n.CN},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(12 * time.Hour).Truncate(time.Second),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     n.DNS,
+	}
+	if usage == x509.ExtKeyUsageServerAuth {
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	}
+	for _, s := range n.URIs {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, u)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
