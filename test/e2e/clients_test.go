@@ -40,6 +40,8 @@ type stickyClient struct {
 	log      []clientQuery
 	// seen is told of every query.
 	seen func(clientQuery)
+	// want are what every route answer must hold besides the broker.
+	want []string
 }
 
 // javaTimeout is a Java client's connect timeout and its route query's
@@ -118,8 +120,18 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 		return
 	}
 	q.code = resp.Code
-	if resp.Code == protocol.Success && !strings.Contains(string(resp.Body), brokerName) {
+	if resp.Code != protocol.Success {
+		return
+	}
+	if !strings.Contains(string(resp.Body), brokerName) {
 		q.code, q.err = -2, fmt.Errorf("a route without the broker: %s", resp.Body)
+		return
+	}
+	for _, w := range c.want {
+		if !strings.Contains(string(resp.Body), w) {
+			q.code, q.err = -2, fmt.Errorf("a route without %s: %s", w, resp.Body)
+			return
+		}
 	}
 }
 
@@ -146,8 +158,10 @@ type clientFleet struct {
 
 	mu      sync.Mutex
 	clients []*stickyClient
-	// answered counts the answers each peer gave.
-	answered map[string]int
+	// answered counts the answers each peer gave; lastAnswered is when the
+	// last answered query to each peer was sent.
+	answered     map[string]int
+	lastAnswered map[string]time.Time
 }
 
 // answers tells how many answers a peer has given the fleet so far.
@@ -157,9 +171,24 @@ func (f *clientFleet) answers(peer string) int {
 	return f.answered[peer]
 }
 
+// answeredSince tells whether a query sent to peer after since was
+// answered.
+func (f *clientFleet) answeredSince(peer string, since time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastAnswered[peer].After(since)
+}
+
 // startClients starts n clients at once and then a new one every 300 ms,
 // keeping at most maxClients running, until the returned fleet is stopped.
 func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet {
+	t.Helper()
+	return startClientsWanting(ctx, t, c, n)
+}
+
+// startClientsWanting is startClients for clients that also count a route
+// answer without each of want (say, the topic's orderTopicConf) as a miss.
+func startClientsWanting(ctx context.Context, t *testing.T, c nsc, n int, want ...string) *clientFleet {
 	t.Helper()
 	const maxClients = 60
 	lists := recordConfigMap(ctx, t, c.ns, c.addressConfigMap())
@@ -171,11 +200,14 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 		return splitList(vs[len(vs)-1].data["namesrvAddr"])
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	f := &clientFleet{cancel: cancel, done: make(chan struct{}), answered: map[string]int{}}
+	f := &clientFleet{cancel: cancel, done: make(chan struct{}), answered: map[string]int{}, lastAnswered: map[string]time.Time{}}
 	seen := func(q clientQuery) {
 		if q.code >= 0 {
 			f.mu.Lock()
 			f.answered[q.peer]++
+			if q.at.After(f.lastAnswered[q.peer]) {
+				f.lastAnswered[q.peer] = q.at
+			}
 			f.mu.Unlock()
 		}
 	}
@@ -207,7 +239,7 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 	var retire []context.CancelFunc
 	add := func() {
 		f.mu.Lock()
-		cl := &stickyClient{id: len(f.clients), seen: seen}
+		cl := &stickyClient{id: len(f.clients), seen: seen, want: want}
 		f.clients = append(f.clients, cl)
 		f.mu.Unlock()
 		cctx, cancel := context.WithCancel(ctx)

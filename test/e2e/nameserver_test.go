@@ -115,6 +115,9 @@ type clusterSpec struct {
 	paused   bool
 	kvConfig []v1alpha1.KVConfigEntry
 	kvPolicy v1alpha1.KVConfigPolicy
+	// storage, when set, is the size of a PersistentVolumeClaim per peer
+	// (the box's default StorageClass) instead of an emptyDir.
+	storage string
 	// brokerPeriod, when set, replaces the package's brokerPeriod for this
 	// cluster and its brokers.
 	brokerPeriod time.Duration
@@ -174,6 +177,12 @@ func (s clusterSpec) manifest(name string) (string, error) {
 		if !s.defaultResources {
 			c.Spec.Resources = testResources()
 		}
+	}
+	if s.storage != "" {
+		c.Spec.Storage = &v1alpha1.Storage{VolumeClaimTemplate: &v1alpha1.VolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s.storage)}},
+		}}}
 	}
 	if len(s.config) > 0 {
 		c.Spec.Config = map[string]v1alpha1.ConfigValue{}
