@@ -312,7 +312,7 @@ $(VULNDB)/index/db.json: | $(INDEXDB)
 # are what the suite needs besides: bin/kubectl-nsc (build), helm, the
 # Debian packages and the images.
 E2E_PREREQUISITES ?= build helm node-packages node-assets e2e-images
-E2E_TIMEOUT ?= 40m
+E2E_TIMEOUT ?= 60m
 # Scenarios run side by side (most wait on probes and rounds, not CPU); the
 # ones that change the node or the operator run alone, first.
 E2E_PARALLEL ?= 4

@@ -23,9 +23,10 @@ import (
 
 const orderNamespace = "ORDER_TOPIC_CONFIG"
 
-// kvCall sends one KV request to the NameServer at ip:port.
+// kvCall sends one request to the NameServer at ip:port, and waits for its
+// answer as long as a Java client would.
 func kvCall(ctx context.Context, ipPort string, code int32, ext ...remoting.Pair) (*remotingclient.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, javaTimeout)
 	defer cancel()
 	rc, err := remotingclient.Dial(ctx, ipPort, remotingclient.Options{})
 	if err != nil {
@@ -127,7 +128,7 @@ func watchOrderConf(ctx context.Context, c nsc, i int, want map[string]string) (
 // set back when changed by hand, and leaves when removed.
 func TestDeclaredOrderTopicConfig(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	declared := []v1alpha1.KVConfigEntry{
 		{Namespace: orderNamespace, Key: topic, Value: brokerName + ":4"},

@@ -42,7 +42,7 @@ func init() {
 // client configured from that list work with every peer.
 func TestThreePeers(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c := applyCluster(ctx, t, "trio", clusterSpec{replicas: 3, drain: 2})
 
@@ -91,7 +91,7 @@ func TestThreePeers(t *testing.T) {
 	// DNS.
 	for i, p := range pods {
 		host, _, _ := net.SplitHostPort(c.peer(i))
-		eventually(t, 10*time.Second, func() (bool, string) {
+		eventually(t, answerTimeout, func() (bool, string) {
 			addrs, err := net.DefaultResolver.LookupHost(ctx, host)
 			return err == nil && slices.Equal(addrs, []string{p.Status.PodIP}), fmt.Sprintf("%s resolves to %v, %v; want %s", host, addrs, err, p.Status.PodIP)
 		})
@@ -156,7 +156,7 @@ func firstListOfLength(vs []configMapVersion, n int) *configMapVersion {
 // new peer before clients are sent to it.
 func TestAddressServerRefresh(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	// Longer than the kubelet takes to refresh a mounted ConfigMap (its
 	// sync period, 10 s on the box's node, and up to half again), so that
@@ -320,12 +320,12 @@ func namesrvConfig(ctx context.Context, t *testing.T, ip string) map[string]stri
 // namespace, every NameServer process and every published DNS name.
 func TestDeleteRemovesEverything(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	home := createNamespace(ctx, t, "nsc-")
 	target := acceptingNamespace(ctx, t, "brokers-", home+"/gone")
 	c := applyClusterIn(ctx, t, home, "gone", clusterSpec{replicas: 3, drain: 2, targets: []string{target}})
-	eventually(t, 10*time.Second, func() (bool, string) {
+	eventually(t, answerTimeout, func() (bool, string) {
 		cm, err := cl.Clientset.CoreV1().ConfigMaps(target).Get(ctx, c.addressConfigMap(), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -356,7 +356,7 @@ func TestDeleteRemovesEverything(t *testing.T) {
 // of the list in another namespace.
 func TestDeleteWhileScaling(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	dyn, err := dynamic.NewForConfig(cl.Config)
 	if err != nil {
@@ -370,7 +370,7 @@ func TestDeleteWhileScaling(t *testing.T) {
 		// when the cluster goes.
 		c := applyClusterIn(ctx, t, home, "down", clusterSpec{replicas: 3, drain: 600, targets: []string{target}})
 		kubectl(ctx, t, "scale", "-n", c.ns, "nameservercluster/"+c.name, "--replicas=1")
-		eventually(t, 10*time.Second, func() (bool, string) {
+		eventually(t, answerTimeout, func() (bool, string) {
 			got, err := published(ctx, c)
 			if err != nil {
 				return false, err.Error()

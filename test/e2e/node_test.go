@@ -42,7 +42,7 @@ import (
 // the cluster and run in order.
 func TestTheRealNode(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c := applyCluster(ctx, t, "node", clusterSpec{replicas: 2, drain: 2, defaultResources: true})
 	since := time.Now()
@@ -440,7 +440,7 @@ func kubectlNscAs(ctx context.Context, t *testing.T, uid int, args ...string) (s
 // SIGTERM well within its grace period, exiting cleanly.
 func TestPreStopKeepsAnswering(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c := applyCluster(ctx, t, "grace", clusterSpec{replicas: 2, drain: 2})
 	since := time.Now()
@@ -525,7 +525,7 @@ func TestPreStopKeepsAnswering(t *testing.T) {
 // no client misses a route, and afterwards the same containers are ready
 // and published again, none restarted.
 func TestKubeletStoppedForAMinute(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c, _, fleet := servingCluster(ctx, t, "kubelet", clusterSpec{replicas: 3, drain: 2}, 6)
 	before := processes(t, ctx, c, 3)

@@ -51,7 +51,7 @@ func kubectlNsc(ctx context.Context, t *testing.T, args ...string) (string, stri
 // peer only.
 func TestNsadminPlugin(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c := applyCluster(ctx, t, "admin", clusterSpec{replicas: 3})
 	since := time.Now()

@@ -32,7 +32,7 @@ import (
 // plain connections are refused.
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	ca, stranger := tlstest.NewCA(t, "e2e-ca"), tlstest.NewCA(t, "e2e-other-ca")
 	server, client := ca.Server(t), ca.Client(t, "e2e-client")
