@@ -218,9 +218,15 @@ monitoring-crds: $(CONTROLLER_GEN) ## Generate the Prometheus Operator CRDs of t
 
 # The cheap checks come first, then the tests that need no tool, then the
 # ones that wait for tools built from source (minutes to tens of minutes on
-# a cold machine: README, "Tests"), so a mistake shows before that wait.
+# a cold machine: README, "Tests"), so a mistake shows before that wait. The
+# end-to-end suite runs beside test-checks: it mostly waits on probes, pod
+# starts and broker rounds, and it is made to pass on a busy machine.
 .PHONY: test
-test: check-fmt check-makefile vet test-fast test-simulation test-tools verify-generated verify-chart-crds verify-chart-rules test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+test: check-fmt check-makefile vet ## Run every test, end-to-end suite included (the CI command).
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-checks test-e2e
+
+.PHONY: test-checks
+test-checks: test-fast test-simulation test-tools verify-generated verify-chart-crds verify-chart-rules test-rules test-slow fuzz-short vulncheck ## Every test of `make test` but the end-to-end suite.
 
 # The packages whose tests need a control plane (envtest), helm, bin/promql
 # or the image binaries; they fail, never skip, without them. Every other
@@ -307,21 +313,67 @@ $(VULNDB)/index/db.json: | $(INDEXDB)
 	  test -d "$$osv" || { echo "golang.org/x/vulndb@$(VULNDB_VERSION) has no data/osv"; exit 1; }; \
 	  rm -rf $(VULNDB) && echo "indexing $$osv into $(VULNDB)" && $(INDEXDB) -vulns "$$osv" -out $(VULNDB)
 
-# The end-to-end suite runs a real control plane (etcd, kube-apiserver,
-# kube-controller-manager) and a process kubelet inside private namespaces
-# (hack/e2e-box.sh). The test binary is built outside the box, where the
-# module proxy is reachable. E2E_PREREQUISITES are the targets that build what
-# the suite starts: `build` puts bin/namesrv (the NameServer pods' binary),
-# bin/manager and bin/kubectl-nsc there; the suite finds them in E2E_BIN_DIR.
-E2E_PREREQUISITES ?= build
-E2E_TIMEOUT ?= 10m
+# The end-to-end suite runs a one-node cluster inside private mount, network
+# and PID namespaces (hack/e2e-box.sh, as root): etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler built like envtest's, a real node
+# (containerd, runc and the CNI plugins from Debian, the kubelet, kube-proxy
+# and CoreDNS built from the Go module proxy), the operator installed with
+# `helm install` of the chart, and the image packed from this build's
+# binaries (e2e-images). docs/e2e.md explains it. The test binary is built
+# outside the box, where the module proxy is reachable; E2E_PREREQUISITES
+# are what the suite needs besides: bin/kubectl-nsc (build), helm, the
+# Debian packages and the images.
+E2E_PREREQUISITES ?= build helm node-packages node-assets e2e-images
+E2E_TIMEOUT ?= 60m
+# Scenarios run side by side (most wait on probes and rounds, not CPU); the
+# ones that change the node or the operator run alone, first.
+E2E_PARALLEL ?= 4
 E2E_FLAGS ?=
+# The images the node imports: the product image under this build's tag and
+# a second one, the release `helm upgrade` moves to; and the pods' sandbox.
+E2E_IMAGES_DIR ?= $(LOCALBIN)/images
+E2E_IMAGE_REPO := kube-namesrv/kube-namesrv
+E2E_NEXT_TAG ?= $(VERSION)-next
+E2E_PAUSE_IMAGE := kube-namesrv-e2e/pause:1
+# The scenario with production timing (make test-e2e-production), which
+# test-e2e leaves out.
+E2E_PRODUCTION_TESTS := ^TestProductionTiming
+# How the suite is run, in the box: test/e2e's directory, the binaries'
+# directories, helm and the images in its environment; then the flags.
+E2E_RUN = assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/node-binaries.sh)" && cd test/e2e && \
+	KUBEBUILDER_ASSETS="$$assets" E2E_NODE_ASSETS="$$node" HELM=$(HELM) E2E_IMAGES=$(E2E_IMAGES_DIR) \
+	E2E_IMAGE_TAG=$(VERSION) E2E_NEXT_TAG=$(E2E_NEXT_TAG) E2E_BIN_DIR=$(LOCALBIN) \
+	$(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) -test.parallel $(E2E_PARALLEL)
 
 .PHONY: test-e2e
-test-e2e: $(E2E_PREREQUISITES) ## Run only the end-to-end suite, in a cluster in a box.
+test-e2e: $(E2E_PREREQUISITES) ## Run only the end-to-end suite, on a one-node cluster in a box (root).
 	$(GO) test -C test/e2e -c -tags e2e -o $(LOCALBIN)/e2e.test .
-	assets="$$(hack/envtest-binaries.sh)" && cd test/e2e && KUBEBUILDER_ASSETS="$$assets" E2E_BIN_DIR=$(LOCALBIN) \
-	  $(CURDIR)/hack/e2e-box.sh $(LOCALBIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) $(E2E_FLAGS)
+	$(E2E_RUN) -test.skip '$(E2E_PRODUCTION_TESTS)' $(E2E_FLAGS)
+
+.PHONY: test-e2e-production
+test-e2e-production: $(E2E_PREREQUISITES) ## A config roll with production timing (30 s broker rounds, default probes and drain); not part of `make test`.
+	$(GO) test -C test/e2e -c -tags e2e -o $(LOCALBIN)/e2e.test .
+	$(E2E_RUN) -test.run '$(E2E_PRODUCTION_TESTS)' $(E2E_FLAGS)
+
+.PHONY: node-packages
+node-packages: ## Install the end-to-end node's Debian packages when missing (containerd, runc, CNI plugins, iptables; root).
+	hack/node-packages.sh
+
+.PHONY: node-assets
+node-assets: ## Build (or find) the end-to-end node's kubelet, kube-scheduler, kube-proxy and CoreDNS.
+	@hack/node-binaries.sh >/dev/null
+
+# The product image exactly as the Dockerfile's final stage (mkimage reads
+# it and checks the tarball against it), under two tags, and the pause image.
+.PHONY: e2e-images
+e2e-images: image-binaries | $(LOCALBIN) ## Pack the image from IMAGE_BIN_DIR and the pods' pause image into E2E_IMAGES_DIR (tools/mkimage).
+	CGO_ENABLED=0 $(GO) build -C tools -trimpath -o $(LOCALBIN)/mkimage ./mkimage
+	CGO_ENABLED=0 $(GO) build -C tools -trimpath -ldflags "-s -w" -o $(LOCALBIN)/pause ./pause
+	mkdir -p $(E2E_IMAGES_DIR)
+	$(LOCALBIN)/mkimage -o $(E2E_IMAGES_DIR)/kube-namesrv.tar -dockerfile Dockerfile -root /out=$(IMAGE_BIN_DIR) \
+	  -tag $(E2E_IMAGE_REPO):$(VERSION) -tag $(E2E_IMAGE_REPO):$(E2E_NEXT_TAG)
+	$(LOCALBIN)/mkimage -o $(E2E_IMAGES_DIR)/pause.tar -file /pause=$(LOCALBIN)/pause -entrypoint /pause -user 65535:65535 \
+	  -tag $(E2E_PAUSE_IMAGE)
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or find) kube-apiserver, etcd and kubectl for envtest.

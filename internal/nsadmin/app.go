@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -59,6 +60,11 @@ type Target struct {
 	UnreachableHint string
 	// HTTPPort is the peers' HTTP port, when the frontend knows it.
 	HTTPPort int
+	// Dial, when set, connects to the peers' addresses (remoting and HTTP)
+	// in place of a plain dial: through port-forwards, say.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Close, when set, is called once the command is done with the peers.
+	Close func()
 }
 
 // UsageError is a mistake in the command line; nothing was sent.
@@ -279,10 +285,14 @@ func run(ctx context.Context, f Frontend, fs *pflag.FlagSet, c *common, r runner
 	if err != nil {
 		return 0, err
 	}
+	if t.Close != nil {
+		defer t.Close()
+	}
 	opts, err := c.connOptions(fs, io.Getenv, t)
 	if err != nil {
 		return 0, err
 	}
+	opts.Dial = t.Dial
 	if t.Note != "" {
 		fmt.Fprintf(io.Stderr, "%s: note: %s\n", f.Name(), t.Note)
 	}

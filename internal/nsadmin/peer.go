@@ -24,6 +24,17 @@ type ConnOptions struct {
 	// TLS, when set, is used for every connection; an empty ServerName is
 	// the host of each peer's address.
 	TLS *tls.Config
+	// Dial, when set, replaces a plain TCP dial (Target.Dial).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// dial connects to addr with Dial, or plainly.
+func (o *ConnOptions) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if o.Dial != nil {
+		return o.Dial(ctx, network, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }
 
 // ParseAddrs splits a NameServer list the way mqadmin does ("a:9876;b:9876";
@@ -65,8 +76,7 @@ func (p *peer) connect(ctx context.Context) (*remotingclient.Client, *PeerError)
 	p.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
 		defer cancel()
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, "tcp", p.addr)
+		nc, err := p.opts.dial(ctx, "tcp", p.addr)
 		if err != nil {
 			p.err = dialFailed(p.addr, p.opts.Timeout, err)
 			return

@@ -159,7 +159,7 @@ func fetchSummary(ctx context.Context, p *peer, url, token string) (*peerstatus.
 	if p.opts.TLS != nil {
 		tlsCfg = p.opts.TLS.Clone()
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: tlsCfg}}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: p.opts.dial, TLSClientConfig: tlsCfg}}
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *neturl.Error

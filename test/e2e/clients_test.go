@@ -40,7 +40,15 @@ type stickyClient struct {
 	log      []clientQuery
 	// seen is told of every query.
 	seen func(clientQuery)
+	// want are what every route answer must hold besides the broker.
+	want []string
 }
+
+// javaTimeout is a Java client's connect timeout and its route query's
+// (NettyClientConfig.connectTimeoutMillis, and the 3 s MQClientInstance
+// waits for GET_ROUTEINFO_BY_TOPIC): a peer slower than that fails the
+// query at the transport level.
+const javaTimeout = 3 * time.Second
 
 // clientQuery is one route query a client made.
 type clientQuery struct {
@@ -90,7 +98,7 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 	if c.conn == nil {
 		ip, err := resolve(c.peer)
 		if err == nil {
-			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			dctx, cancel := context.WithTimeout(ctx, javaTimeout)
 			c.conn, err = remotingclient.Dial(dctx, ip, remotingclient.Options{})
 			cancel()
 		}
@@ -100,7 +108,7 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 			return
 		}
 	}
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	qctx, cancel := context.WithTimeout(ctx, javaTimeout)
 	defer cancel()
 	resp, err := c.conn.Invoke(qctx, &remotingclient.Request{
 		Code: protocol.GetRouteInfoByTopic,
@@ -112,8 +120,18 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 		return
 	}
 	q.code = resp.Code
-	if resp.Code == protocol.Success && !strings.Contains(string(resp.Body), brokerName) {
+	if resp.Code != protocol.Success {
+		return
+	}
+	if !strings.Contains(string(resp.Body), brokerName) {
 		q.code, q.err = -2, fmt.Errorf("a route without the broker: %s", resp.Body)
+		return
+	}
+	for _, w := range c.want {
+		if !strings.Contains(string(resp.Body), w) {
+			q.code, q.err = -2, fmt.Errorf("a route without %s: %s", w, resp.Body)
+			return
+		}
 	}
 }
 
@@ -132,15 +150,18 @@ func (c *stickyClient) drop() {
 
 // clientFleet runs sticky clients against one cluster: some from the start,
 // and one more every 300 ms, so that together they land on every peer,
-// including one that is restarting.
+// including one that is restarting or new; past maxClients, each new client
+// retires the oldest running one.
 type clientFleet struct {
 	cancel func()
 	done   chan struct{}
 
 	mu      sync.Mutex
 	clients []*stickyClient
-	// answered counts the answers each peer gave.
-	answered map[string]int
+	// answered counts the answers each peer gave; lastAnswered is when the
+	// last answered query to each peer was sent.
+	answered     map[string]int
+	lastAnswered map[string]time.Time
 }
 
 // answers tells how many answers a peer has given the fleet so far.
@@ -150,9 +171,24 @@ func (f *clientFleet) answers(peer string) int {
 	return f.answered[peer]
 }
 
-// startClients starts n clients at once and then a new one every 300 ms, up
-// to maxClients, until the returned fleet is stopped.
+// answeredSince tells whether a query sent to peer after since was
+// answered.
+func (f *clientFleet) answeredSince(peer string, since time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastAnswered[peer].After(since)
+}
+
+// startClients starts n clients at once and then a new one every 300 ms,
+// keeping at most maxClients running, until the returned fleet is stopped.
 func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet {
+	t.Helper()
+	return startClientsWanting(ctx, t, c, n)
+}
+
+// startClientsWanting is startClients for clients that also count a route
+// answer without each of want (say, the topic's orderTopicConf) as a miss.
+func startClientsWanting(ctx context.Context, t *testing.T, c nsc, n int, want ...string) *clientFleet {
 	t.Helper()
 	const maxClients = 60
 	lists := recordConfigMap(ctx, t, c.ns, c.addressConfigMap())
@@ -164,16 +200,19 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 		return splitList(vs[len(vs)-1].data["namesrvAddr"])
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	f := &clientFleet{cancel: cancel, done: make(chan struct{}), answered: map[string]int{}}
+	f := &clientFleet{cancel: cancel, done: make(chan struct{}), answered: map[string]int{}, lastAnswered: map[string]time.Time{}}
 	seen := func(q clientQuery) {
 		if q.code >= 0 {
 			f.mu.Lock()
 			f.answered[q.peer]++
+			if q.at.After(f.lastAnswered[q.peer]) {
+				f.lastAnswered[q.peer] = q.at
+			}
 			f.mu.Unlock()
 		}
 	}
 	var wg sync.WaitGroup
-	run := func(cl *stickyClient) {
+	run := func(ctx context.Context, cl *stickyClient) {
 		defer wg.Done()
 		defer cl.drop()
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -196,13 +235,17 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 			}
 		}
 	}
+	// retire cancels the running clients, oldest first.
+	var retire []context.CancelFunc
 	add := func() {
 		f.mu.Lock()
-		cl := &stickyClient{id: len(f.clients), seen: seen}
+		cl := &stickyClient{id: len(f.clients), seen: seen, want: want}
 		f.clients = append(f.clients, cl)
 		f.mu.Unlock()
+		cctx, cancel := context.WithCancel(ctx)
+		retire = append(retire, cancel)
 		wg.Add(1)
-		go run(cl)
+		go run(cctx, cl)
 	}
 	for range n {
 		add()
@@ -211,13 +254,14 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 		defer close(f.done)
 		tick := time.NewTicker(300 * time.Millisecond)
 		defer tick.Stop()
-		for added := n; ctx.Err() == nil; {
+		for ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
 			case <-tick.C:
-				if added < maxClients {
-					add()
-					added++
+				add()
+				if len(retire) > maxClients {
+					retire[0]()
+					retire = retire[1:]
 				}
 			}
 		}

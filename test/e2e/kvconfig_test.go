@@ -10,7 +10,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,9 +23,10 @@ import (
 
 const orderNamespace = "ORDER_TOPIC_CONFIG"
 
-// kvCall sends one KV request to the NameServer at ip:port.
+// kvCall sends one request to the NameServer at ip:port, and waits for its
+// answer as long as a Java client would.
 func kvCall(ctx context.Context, ipPort string, code int32, ext ...remoting.Pair) (*remotingclient.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, javaTimeout)
 	defer cancel()
 	rc, err := remotingclient.Dial(ctx, ipPort, remotingclient.Options{})
 	if err != nil {
@@ -127,7 +127,8 @@ func watchOrderConf(ctx context.Context, c nsc, i int, want map[string]string) (
 // restarted ones before they serve, follows changes without restarts, is
 // set back when changed by hand, and leaves when removed.
 func TestDeclaredOrderTopicConfig(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	declared := []v1alpha1.KVConfigEntry{
 		{Namespace: orderNamespace, Key: topic, Value: brokerName + ":4"},
@@ -140,9 +141,9 @@ func TestDeclaredOrderTopicConfig(t *testing.T) {
 	b.waitRegistered(t, c.peers(3), since)
 
 	t.Run("every peer", func(t *testing.T) {
-		waitOrderConf(ctx, t, c, 3, want, 5*time.Second)
+		waitOrderConf(ctx, t, c, 3, want, podTimeout)
 		for i := range 3 {
-			eventually(t, 5*time.Second, func() (bool, string) {
+			eventually(t, podTimeout, func() (bool, string) {
 				body, err := routeBody(ctx, podAddr(ctx, t, c, i))
 				return err == nil && strings.Contains(body, `"orderTopicConf":"`+brokerName+`:4"`), fmt.Sprintf("%s route %s (%v)", c.pod(i), body, err)
 			})
@@ -162,12 +163,10 @@ func TestDeclaredOrderTopicConfig(t *testing.T) {
 	t.Run("a restarted peer on emptyDir has them again before it serves", func(t *testing.T) {
 		p := processOf(t, getPeerPod(ctx, t, c, 1))
 		stop := watchOrderConf(ctx, c, 1, want)
-		if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, func() (bool, string) {
+		killContainer(ctx, t, p.container)
+		eventually(t, podTimeout, func() (bool, string) {
 			pod := getPeerPod(ctx, t, c, 1)
-			return processOf(t, pod).pid != p.pid && podReady(&pod), pod.Name + " not restarted and ready yet"
+			return processOf(t, pod).container != p.container && podReady(&pod), pod.Name + " not restarted and ready yet"
 		})
 		answers, wrong := stop()
 		if answers == 0 || len(wrong) > 0 {
@@ -180,7 +179,7 @@ func TestDeclaredOrderTopicConfig(t *testing.T) {
 		kubectl(ctx, t, "patch", "-n", c.ns, "nameservercluster/"+c.name, "--type=json", "-p",
 			`[{"op":"replace","path":"/spec/kvConfig/1/value","value":"broker-b:16"}]`)
 		want["OrderTopicB"] = "broker-b:16"
-		waitOrderConf(ctx, t, c, 4, want, 20*time.Second)
+		waitOrderConf(ctx, t, c, 4, want, refreshTimeout)
 		if now := processes(t, ctx, c, 4); !equalProcesses(now, before) {
 			t.Errorf("a kvConfig change restarted pods: %v -> %v", before, now)
 		}
@@ -192,8 +191,8 @@ func TestDeclaredOrderTopicConfig(t *testing.T) {
 		if err != nil || resp.Code != protocol.Success {
 			t.Fatalf("PUT_KV_CONFIG by hand: %+v %v", resp, err)
 		}
-		waitOrderConf(ctx, t, c, 4, want, 10*time.Second)
-		eventually(t, 5*time.Second, func() (bool, string) {
+		waitOrderConf(ctx, t, c, 4, want, podTimeout)
+		eventually(t, podTimeout, func() (bool, string) {
 			return slices.Contains(clusterEventReasons(ctx, t, c), "KVConfigCorrected"), "no KVConfigCorrected event"
 		})
 	})
@@ -201,8 +200,8 @@ func TestDeclaredOrderTopicConfig(t *testing.T) {
 	t.Run("a removed entry leaves every peer", func(t *testing.T) {
 		kubectl(ctx, t, "patch", "-n", c.ns, "nameservercluster/"+c.name, "--type=json", "-p", `[{"op":"remove","path":"/spec/kvConfig/1"}]`)
 		delete(want, "OrderTopicB")
-		waitOrderConf(ctx, t, c, 4, want, 20*time.Second)
-		waitCondition(ctx, t, c, v1alpha1.ConditionKVConfigInSync, metav1.ConditionTrue, v1alpha1.ReasonInSync, 20*time.Second)
+		waitOrderConf(ctx, t, c, 4, want, refreshTimeout)
+		waitCondition(ctx, t, c, v1alpha1.ConditionKVConfigInSync, metav1.ConditionTrue, v1alpha1.ReasonInSync, refreshTimeout)
 	})
 }
 

@@ -13,7 +13,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
+	"github.com/kube-namesrv/kube-namesrv/test/e2e/box"
 )
 
 func init() {
@@ -41,7 +41,8 @@ func init() {
 // real NameServers, publishes three names that resolve, and a broker and a
 // client configured from that list work with every peer.
 func TestThreePeers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c := applyCluster(ctx, t, "trio", clusterSpec{replicas: 3, drain: 2})
 
@@ -52,7 +53,7 @@ func TestThreePeers(t *testing.T) {
 	var ips []string
 	for _, p := range pods {
 		proc := processOf(t, p)
-		assertNamesrvProcess(t, proc.pid)
+		assertNamesrvProcess(ctx, t, proc)
 		if body := mustGet(ctx, t, fmt.Sprintf("http://%s/readyz", net.JoinHostPort(proc.ip, fmt.Sprint(httpPort)))); body != "ok\n" {
 			t.Errorf("%s /readyz = %q", p.Name, body)
 		}
@@ -86,11 +87,11 @@ func TestThreePeers(t *testing.T) {
 	}
 	d := ipsCM.Data
 
-	// With the system's resolver, as any process in the box would; Go
-	// re-reads the hosts file at most every 5s.
+	// With the system's resolver, as any process on the node would: cluster
+	// DNS.
 	for i, p := range pods {
 		host, _, _ := net.SplitHostPort(c.peer(i))
-		eventually(t, 10*time.Second, func() (bool, string) {
+		eventually(t, answerTimeout, func() (bool, string) {
 			addrs, err := net.DefaultResolver.LookupHost(ctx, host)
 			return err == nil && slices.Equal(addrs, []string{p.Status.PodIP}), fmt.Sprintf("%s resolves to %v, %v; want %s", host, addrs, err, p.Status.PodIP)
 		})
@@ -154,9 +155,14 @@ func firstListOfLength(vs []configMapVersion, n int) *configMapVersion {
 // the removed peer goes. A broker reading the brokers subgroup learns of a
 // new peer before clients are sent to it.
 func TestAddressServerRefresh(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
-	const drain = 4
+	// Longer than the kubelet takes to refresh a mounted ConfigMap (its
+	// sync period, 10 s on the box's node, and up to half again), so that
+	// every address server serves the shrunk list while the removed peer
+	// still runs.
+	const drain = 45
 	c := applyCluster(ctx, t, "addr", clusterSpec{replicas: 2, drain: drain})
 	d, err := addressData(ctx, c)
 	if err != nil {
@@ -172,14 +178,14 @@ func TestAddressServerRefresh(t *testing.T) {
 		before[c.pod(i)] = processOf(t, getPeerPod(ctx, t, c, i))
 	}
 
-	// The box has no Service addresses (no kube-proxy), so the client is
-	// pointed at each ready endpoint of the domain's Service, which is where
-	// kube-proxy would send it; every one must serve the same list.
+	// The client is pointed at each ready endpoint of the domain's Service
+	// rather than at the Service, which kube-proxy balances over them:
+	// every one must serve the same list.
 	resolvers := map[string]*primitive.HttpResolver{}
 	addResolvers := func(t *testing.T, n int) {
 		t.Helper()
 		var eps []string
-		eventually(t, 10*time.Second, func() (bool, string) {
+		eventually(t, podTimeout, func() (bool, string) {
 			eps = serviceEndpoints(ctx, t, c.ns, c.name, "http")
 			return len(eps) == n, fmt.Sprintf("ready endpoints of Service %s: %v, want %d", c.name, eps, n)
 		})
@@ -194,7 +200,7 @@ func TestAddressServerRefresh(t *testing.T) {
 	expectList := func(t *testing.T, want []string) {
 		t.Helper()
 		for ep, r := range resolvers {
-			eventually(t, 10*time.Second, func() (bool, string) {
+			eventually(t, refreshTimeout, func() (bool, string) {
 				got := r.Resolve()
 				return slices.Equal(got, want), fmt.Sprintf("address server at %s: %v, want %v", ep, got, want)
 			})
@@ -211,7 +217,7 @@ func TestAddressServerRefresh(t *testing.T) {
 	}
 	kubectl(ctx, t, "scale", "-n", c.ns, "nameservercluster/"+c.name, "--replicas=3")
 	for ep, r := range brokers {
-		eventually(t, 10*time.Second, func() (bool, string) {
+		eventually(t, refreshTimeout, func() (bool, string) {
 			got := r.Resolve()
 			return slices.Equal(got, c.peers(3)), fmt.Sprintf("brokers subgroup at %s: %v, want %v", ep, got, c.peers(3))
 		})
@@ -313,21 +319,22 @@ func namesrvConfig(ctx context.Context, t *testing.T, ip string) map[string]stri
 // removes every object it created, in its namespace and in a target
 // namespace, every NameServer process and every published DNS name.
 func TestDeleteRemovesEverything(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	home := createNamespace(ctx, t, "nsc-")
 	target := acceptingNamespace(ctx, t, "brokers-", home+"/gone")
 	c := applyClusterIn(ctx, t, home, "gone", clusterSpec{replicas: 3, drain: 2, targets: []string{target}})
-	eventually(t, 10*time.Second, func() (bool, string) {
+	eventually(t, answerTimeout, func() (bool, string) {
 		cm, err := cl.Clientset.CoreV1().ConfigMaps(target).Get(ctx, c.addressConfigMap(), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return cm.Data[v1alpha1.NamesrvAddrKey] == strings.Join(c.peers(3), ";"), fmt.Sprintf("copy in %s: %v", target, cm.Data)
 	})
-	pids := namesrvProcesses(t, c.ns)
-	if len(pids) != 3 {
-		t.Fatalf("NameServer processes of the cluster before the delete: %v, want 3", pids)
+	running := namesrvContainers(ctx, t, c.ns)
+	if len(running) != 3 {
+		t.Fatalf("NameServer containers of the cluster before the delete: %+v, want 3", running)
 	}
 	dyn, err := dynamic.NewForConfig(cl.Config)
 	if err != nil {
@@ -337,8 +344,8 @@ func TestDeleteRemovesEverything(t *testing.T) {
 		t.Fatalf("only %d objects of the cluster found before the delete, the sweep misses some: %v", len(left), left)
 	}
 
-	kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--wait=true", "--timeout=30s")
-	assertAllGone(ctx, t, dyn, c, pids, c.ns, target)
+	kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--wait=true", "--timeout=90s")
+	assertAllGone(ctx, t, dyn, c, running, c.ns, target)
 }
 
 // TestDeleteWhileScaling: a NameServerCluster deleted in the middle of a
@@ -348,7 +355,8 @@ func TestDeleteRemovesEverything(t *testing.T) {
 // must not recreate any of them once the delete has begun, nor keep a copy
 // of the list in another namespace.
 func TestDeleteWhileScaling(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	dyn, err := dynamic.NewForConfig(cl.Config)
 	if err != nil {
@@ -362,7 +370,7 @@ func TestDeleteWhileScaling(t *testing.T) {
 		// when the cluster goes.
 		c := applyClusterIn(ctx, t, home, "down", clusterSpec{replicas: 3, drain: 600, targets: []string{target}})
 		kubectl(ctx, t, "scale", "-n", c.ns, "nameservercluster/"+c.name, "--replicas=1")
-		eventually(t, 10*time.Second, func() (bool, string) {
+		eventually(t, answerTimeout, func() (bool, string) {
 			got, err := published(ctx, c)
 			if err != nil {
 				return false, err.Error()
@@ -371,15 +379,15 @@ func TestDeleteWhileScaling(t *testing.T) {
 			return err == nil && slices.Equal(got, c.peers(1)) && st.DrainStartTime != nil,
 				fmt.Sprintf("published %v, drain started %v (%v)", got, st.DrainStartTime, err)
 		})
-		pids := namesrvProcesses(t, c.ns)
-		if len(pids) != 3 {
-			t.Fatalf("NameServer processes while draining: %v, want the kept one and the two draining", pids)
+		running := namesrvContainers(ctx, t, c.ns)
+		if len(running) != 3 {
+			t.Fatalf("NameServer containers while draining: %+v, want the kept one and the two draining", running)
 		}
 		// Foreground: the cluster stays, being deleted, until the garbage
 		// collector has deleted its children, so a reconcile that recreated
 		// one would keep it forever.
-		kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--cascade=foreground", "--wait=true", "--timeout=30s")
-		assertAllGone(ctx, t, dyn, c, pids, c.ns, target)
+		kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--cascade=foreground", "--wait=true", "--timeout=90s")
+		assertAllGone(ctx, t, dyn, c, running, c.ns, target)
 	})
 
 	t.Run("up", func(t *testing.T) {
@@ -387,74 +395,43 @@ func TestDeleteWhileScaling(t *testing.T) {
 		// cluster is deleted.
 		c := applyCluster(ctx, t, "up", clusterSpec{replicas: 2, drain: 2, config: map[string]string{"waitSecondsForService": "3"}})
 		kubectl(ctx, t, "scale", "-n", c.ns, "nameservercluster/"+c.name, "--replicas=4")
-		var pids []int
-		eventually(t, 10*time.Second, func() (bool, string) {
-			pids = namesrvProcesses(t, c.ns)
-			return len(pids) == 4, fmt.Sprintf("NameServer processes %v, want 4", pids)
+		var running []box.Container
+		eventually(t, podTimeout, func() (bool, string) {
+			running = namesrvContainers(ctx, t, c.ns)
+			return len(running) == 4, fmt.Sprintf("NameServer containers %+v, want 4", running)
 		})
 		if got, err := published(ctx, c); err != nil || !slices.Equal(got, c.peers(2)) {
 			t.Fatalf("published %v (%v) when the new peers started; want the first two only, the scale-up in progress", got, err)
 		}
 		// Background, kubectl's default: the cluster goes at once and the
 		// garbage collector deletes its children afterwards.
-		kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--wait=true", "--timeout=30s")
-		assertAllGone(ctx, t, dyn, c, pids, c.ns)
+		kubectl(ctx, t, "delete", "-n", c.ns, "nameservercluster/"+c.name, "--wait=true", "--timeout=90s")
+		assertAllGone(ctx, t, dyn, c, running, c.ns)
 	})
 }
 
 // assertAllGone waits until no object of the cluster is left in the given
-// namespaces, then checks that none of its NameServer processes runs and
-// that its per-pod names no longer resolve.
-func assertAllGone(ctx context.Context, t *testing.T, dyn dynamic.Interface, c nsc, pids []int, namespaces ...string) {
+// namespaces, then checks that none of its NameServer containers runs (those
+// seen before, and any other of its namespace) and that its per-pod names no
+// longer resolve.
+func assertAllGone(ctx context.Context, t *testing.T, dyn dynamic.Interface, c nsc, seen []box.Container, namespaces ...string) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually(t, podTimeout, func() (bool, string) {
 		left := objectsOf(ctx, t, dyn, c, namespaces...)
 		return len(left) == 0, fmt.Sprintf("objects left: %v", left)
 	})
-	for _, pid := range pids {
-		assertGone(t, pid)
+	eventually(t, podTimeout, func() (bool, string) {
+		left := namesrvContainers(ctx, t, c.ns)
+		return len(left) == 0, fmt.Sprintf("NameServer containers of %s still running: %+v", c.ns, left)
+	})
+	for _, ct := range seen {
+		assertGone(t, ct.PID)
 	}
-	if left := namesrvProcesses(t, c.ns); len(left) > 0 {
-		t.Errorf("NameServer processes of %s still running: %v", c.ns, left)
-	}
-	hosts, err := os.ReadFile(box.HostsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if suffix := fmt.Sprintf(".%s-headless.%s.svc", c.name, c.ns); strings.Contains(string(hosts), suffix) {
-		t.Errorf("the hosts file still lists the cluster's names:\n%s", hosts)
-	}
-}
-
-// namesrvProcesses lists the running processes of the namesrv binary that
-// the kubelet started for pods of a namespace, which it runs in per-pod
-// directories named <namespace>_<pod>_<uid>. Unlike the pids in pod
-// statuses, this also finds processes of pods already deleted from the API.
-func namesrvProcesses(t *testing.T, ns string) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil || exe != namesrvBin {
-			continue
-		}
-		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		if err != nil {
-			continue
-		}
-		if strings.HasPrefix(filepath.Base(cwd), ns+"_") {
-			out = append(out, pid)
+	for i := range len(seen) + 1 {
+		if addr, err := resolve(c.peer(i)); err == nil {
+			t.Errorf("%s still resolves, to %s", c.peer(i), addr)
 		}
 	}
-	return out
 }
 
 // objectsOf lists every object, of every namespaced kind the API server

@@ -50,10 +50,16 @@ func kubectlNsc(ctx context.Context, t *testing.T, args ...string) (string, stri
 // peers in the box, first agreeing, then with a broker registered with one
 // peer only.
 func TestNsadminPlugin(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	c := applyCluster(ctx, t, "admin", clusterSpec{replicas: 3})
-	startBroker(ctx, t, c)
+	since := time.Now()
+	b := startBroker(ctx, t, c)
+	// clusterList lists what the peers hold: wait for the broker's first
+	// round to reach every peer (under load, it may come after the first
+	// query otherwise).
+	b.waitRegistered(t, c.peers(3), since)
 	// Every peer's DNS name, as the plugin reaches them by default.
 	want := func(code int, args ...string) string {
 		t.Helper()

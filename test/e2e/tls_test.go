@@ -31,7 +31,8 @@ import (
 // served on the next connection with no peer restarted. In enforcing mode
 // plain connections are refused.
 func TestTLS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 	ca, stranger := tlstest.NewCA(t, "e2e-ca"), tlstest.NewCA(t, "e2e-other-ca")
 	server, client := ca.Server(t), ca.Client(t, "e2e-client")
@@ -91,7 +92,7 @@ func TestTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, addr := range c.peers(2) {
-			eventually(t, 15*time.Second, func() (bool, string) {
+			eventually(t, refreshTimeout, func() (bool, string) {
 				serial, err := tlsRoute(ctx, addr, trusting())
 				return err == nil && serial.Cmp(renewed.Leaf.SerialNumber) == 0,
 					fmt.Sprintf("%s serves certificate %v (%v), want the renewed %v", addr, serial, err, renewed.Leaf.SerialNumber)
@@ -115,7 +116,7 @@ func TestTLS(t *testing.T) {
 			before[i] = string(getPeerPod(ctx, t, c, i).UID)
 		}
 		kubectl(ctx, t, "patch", "-n", c.ns, "nameservercluster/"+c.name, "--type=merge", "-p", `{"spec":{"tls":{"mode":"Enforcing"}}}`)
-		eventually(t, 30*time.Second, func() (bool, string) {
+		eventually(t, rollTimeout, func() (bool, string) {
 			ps, err := peerPods(ctx, c)
 			if err != nil {
 				return false, err.Error()

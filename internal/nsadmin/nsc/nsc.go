@@ -4,8 +4,9 @@
 //
 // Peers are reached by their stable DNS names by default, which resolve
 // inside the cluster only; --use-pod-ip uses pod IPs (where they route, as
-// from a node or a flat network) and --external the addresses the operator
-// publishes outside the cluster. There is no port-forwarding.
+// from a node or a flat network), --external the addresses the operator
+// publishes outside the cluster, and --port-forward port-forwards to the
+// pods through the API server, which works wherever kubectl does.
 //
 // Its own commands are peers, which lists the peers the others use, and
 // migrate, which prints (and with --apply applies) the NameServerCluster
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -86,14 +88,20 @@ type peerStatus struct {
 
 // Frontend implements nsadmin.Frontend for a NameServerCluster.
 type Frontend struct {
-	kubeconfig string
-	context    string
-	namespace  string
-	usePodIP   bool
-	external   bool
+	kubeconfig  string
+	context     string
+	namespace   string
+	usePodIP    bool
+	external    bool
+	portForward bool
 
-	// client is built from the kubeconfig on first use, or set by tests.
-	client dynamic.Interface
+	// client is built from the kubeconfig on first use, or set by tests;
+	// restConfig is the kubeconfig's, for port-forwards.
+	client     dynamic.Interface
+	restConfig *rest.Config
+	// forwarder opens port-forwards; nil means through the API server of
+	// restConfig. Tests set it.
+	forwarder forwarder
 	// stdin is what migrate -f - reads; nil means os.Stdin.
 	stdin io.Reader
 }
@@ -113,8 +121,10 @@ func (*Frontend) Help() string {
 holds only one. Its peers come from its status (status.peers, or the
 published lists of older operators), so -n is kubectl's namespace here, not
 mqadmin's NameServer list, and a KV namespace is -s/--kv-namespace. Peers are reached by their DNS names, which
-resolve inside the cluster only: from outside, use --use-pod-ip where pod
-IPs route, or --external for the addresses published outside the cluster.
+resolve inside the cluster only: from outside, use --port-forward (through
+the API server, as kubectl port-forward; it needs pods/portforward), or
+--use-pod-ip where pod IPs route, or --external for the addresses published
+outside the cluster.
 The kubeconfig is found as kubectl finds it ($KUBECONFIG, ~/.kube/config,
 --kubeconfig, --context, or the pod's service account inside the cluster).
 A cluster with spec.tls.mode Enforcing is spoken to with TLS.
@@ -130,6 +140,7 @@ func (f *Frontend) Bind(fs *pflag.FlagSet) {
 	f.bindKube(fs, "namespace of the NameServerCluster (default: the kubeconfig's)")
 	fs.BoolVar(&f.usePodIP, "use-pod-ip", false, "reach peers by pod IP (with the port of their address) instead of DNS name")
 	fs.BoolVar(&f.external, "external", false, "reach peers by the addresses the operator publishes outside the cluster")
+	fs.BoolVar(&f.portForward, "port-forward", false, "reach peers through port-forwards to their pods via the API server (from anywhere kubectl works)")
 }
 
 func (f *Frontend) bindKube(fs *pflag.FlagSet, namespaceUsage string) {
@@ -158,6 +169,18 @@ func (f *Frontend) Resolve(ctx context.Context, args []string) (*nsadmin.Target,
 		t.HTTPPort = 8080
 	}
 	t.TLS = c.Spec.TLS != nil && strings.EqualFold(c.Spec.TLS.Mode, string(v1alpha1.TLSEnforcing))
+	if f.portForward {
+		fw := f.forwarder
+		if fw == nil {
+			fw = apiForwarder(f.restConfig)
+		}
+		fwd, err := forward(ctx, fw, c.Metadata.Namespace, peers, t.HTTPPort)
+		if err != nil {
+			return nil, err
+		}
+		t.Dial, t.Close = fwd.dial, fwd.close
+		return t, nil
+	}
 	if !f.usePodIP && !f.external {
 		t.UnreachableHint = "peers are reached by their DNS names, which resolve inside the cluster only: from outside, try --use-pod-ip (where pod IPs route) or --external"
 	}
@@ -169,8 +192,8 @@ func (f *Frontend) find(ctx context.Context, args []string) (*cluster, error) {
 	if len(args) > 1 {
 		return nil, &nsadmin.UsageError{Msg: fmt.Sprintf("one NameServerCluster at a time, got %q", args)}
 	}
-	if f.usePodIP && f.external {
-		return nil, &nsadmin.UsageError{Msg: "--use-pod-ip and --external exclude each other"}
+	if n := countTrue(f.usePodIP, f.external, f.portForward); n > 1 {
+		return nil, &nsadmin.UsageError{Msg: "--use-pod-ip, --external and --port-forward exclude each other"}
 	}
 	if f.namespace != "" {
 		if errs := validation.IsDNS1123Label(f.namespace); len(errs) > 0 {
@@ -239,6 +262,7 @@ func (f *Frontend) connect() (dynamic.Interface, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
+	f.restConfig = cfg
 	if f.client, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, "", fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -331,6 +355,16 @@ func (f *Frontend) podIP(ctx context.Context, ns, pod string) (string, error) {
 	}
 	ip, _, _ := unstructured.NestedString(u.Object, "status", "podIP")
 	return ip, nil
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 func split(list string) []string {
