@@ -346,7 +346,7 @@ func eventuallyRoutes(ctx context.Context, t *testing.T, addrs []string) {
 const brokerName = "broker-e2e"
 
 // broker is a broker simulator configured only from the broker ConfigMap,
-// as the README tells brokers to be: every round it reads namesrvAddr again
+// as docs/operator.md tells brokers to be: every round it reads namesrvAddr again
 // (a broker with the ConfigMap mounted re-reads it, one using the address
 // server's brokers subgroup re-fetches it; one with envFrom would need a
 // restart) and registers with each listed NameServer. It records every
