@@ -216,8 +216,12 @@ func TestHealthzRunsTheLivenessCheckWithADeadline(t *testing.T) {
 func TestBrokerSubGroup(t *testing.T) {
 	dir := t.TempDir()
 	clients, brokers := filepath.Join(dir, "clients"), filepath.Join(dir, "brokers")
-	os.WriteFile(clients, []byte("10.0.0.1:9876;10.0.0.2:9876\n"), 0o644)
-	os.WriteFile(brokers, []byte("10.0.0.1:9876;10.0.0.2:9876;10.0.0.3:9876\n"), 0o644)
+	if err := os.WriteFile(clients, []byte("10.0.0.1:9876;10.0.0.2:9876\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(brokers, []byte("10.0.0.1:9876;10.0.0.2:9876;10.0.0.3:9876\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	brokerFile := ""
 	h := newHandler(Options{AddressFile: func() string { return clients }, BrokerAddressFile: func() string { return brokerFile }})
 	get := func(sub string) (int, string) {

@@ -511,13 +511,6 @@ func (r *podRecorder) at(i int) *corev1.Pod {
 	return r.events[i].pod
 }
 
-// seenAt returns when event i was received.
-func (r *podRecorder) seenAt(i int) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.events[i].at
-}
-
 // first returns the index of the first event at or after from that matches,
 // or -1.
 func (r *podRecorder) first(from int, match func(podEvent) bool) int {
