@@ -73,6 +73,13 @@ fmt: ## Format the Go code of every module.
 vet: ## Run go vet.
 	$(GO) vet ./...
 
+# golangci-lint with .golangci.yml in every module: the product, and the
+# modules beside it (TOOL_MODULES).
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint (.golangci.yml) on every module: the product, tools and test/e2e.
+	@for m in . $(TOOL_MODULES); do echo "lint $$m"; \
+	  (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
+
 .PHONY: check-fmt
 check-fmt: ## Fail when a Go file is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -241,7 +248,7 @@ monitoring-crds: $(CONTROLLER_GEN) ## Generate the Prometheus Operator CRDs of t
 # ones that wait for tools built from source (minutes to tens of minutes on
 # a cold machine: CONTRIBUTING.md, "Test"), so a mistake shows before that wait.
 .PHONY: test
-test: check-fmt check-makefile check-help vet test-fast test-tools verify-generated verify-chart-crds verify-chart-rules verify-api-docs test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+test: check-fmt check-makefile check-help vet lint test-fast test-tools verify-generated verify-chart-crds verify-chart-rules verify-api-docs test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
 
 # The packages whose tests need a control plane (envtest), helm, bin/promql
 # or the image binaries; they fail, never skip, without them. Every other
@@ -431,6 +438,16 @@ $(LOCALBIN):
 
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+# Phony with a version check inside, so a stale bin/golangci-lint is replaced.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+
+.PHONY: golangci-lint
+golangci-lint: | $(LOCALBIN) ## Build golangci-lint (GOLANGCI_LINT_VERSION) into bin/ from the Go module proxy when missing or another version.
+	@if [ "$$($(GOLANGCI_LINT) version --short 2>/dev/null)" != "$(GOLANGCI_LINT_VERSION:v%=%)" ]; then \
+	  echo "building golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOLANGCI_LINT) (minutes with an empty Go cache)"; \
+	  GOBIN=$(LOCALBIN) CGO_ENABLED=0 $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); fi
 
 # Phony with a version check inside, so a stale bin/crd-ref-docs is replaced.
 CRD_REF_DOCS_VERSION ?= v0.3.0
