@@ -248,7 +248,7 @@ monitoring-crds: $(CONTROLLER_GEN) ## Generate the Prometheus Operator CRDs of t
 # ones that wait for tools built from source (minutes to tens of minutes on
 # a cold machine: CONTRIBUTING.md, "Test"), so a mistake shows before that wait.
 .PHONY: test
-test: check-fmt check-makefile check-help vet lint test-fast test-tools verify-generated verify-chart-crds verify-chart-rules verify-api-docs test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
+test: check-fmt check-makefile check-help vet lint test-fast test-simulation test-tools verify-generated verify-chart-crds verify-chart-rules verify-api-docs test-rules test-slow fuzz-short vulncheck test-e2e ## Run every test, end-to-end suite included (the CI command).
 
 # The packages whose tests need a control plane (envtest), helm, bin/promql
 # or the image binaries; they fail, never skip, without them. Every other
@@ -280,8 +280,15 @@ test-slow: envtest-assets helm promql image-binaries ## The -race tests of SLOW_
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) PROMQL=$(PROMQL) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
 	  $(GO) test -race -count=1 $(SLOW_PACKAGES)
 
+# The seeded simulation of the reconcile loop (controllers/sim_test.go): 10,000
+# random histories without the race detector, which makes them seven times
+# slower (the -race run of ./controllers runs 1,000). -v prints the seed.
+.PHONY: test-simulation
+test-simulation: ## Run 10,000 random histories of the operator's simulation and print the seed (replay: go test ./controllers -run TestSimulation -seed N).
+	$(GO) test -count=1 -v -run '^TestSimulation$$' ./controllers
+
 .PHONY: test-unit
-test-unit: test-fast test-tools test-slow ## Every package's tests (test-fast, test-tools and test-slow), without fuzzing, vulncheck or the end-to-end suite.
+test-unit: test-fast test-simulation test-tools test-slow ## Every package's tests (test-fast, test-simulation, test-tools and test-slow), without fuzzing, vulncheck or the end-to-end suite.
 
 # test/monitoring checks every expression's names against real scrapes; this
 # checks the rules themselves.

@@ -76,6 +76,9 @@ func (r *NameServerClusterReconciler) recordMetrics(c *v1alpha1.NameServerCluste
 		Draining:         d.plan.Draining(),
 		ScaleDownHeld:    d.plan.Held,
 	}
+	for _, cond := range st.Conditions {
+		m.Conditions = append(m.Conditions, metrics.Condition{Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason})
+	}
 	if published {
 		r.lastPublished(c, now)
 	}

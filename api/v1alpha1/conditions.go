@@ -127,6 +127,10 @@ const (
 	RefusalAPIServer ConditionReason = "APIServerRefused"
 )
 
+// RefusalReasons are every Refusal* reason. The alert on standing refusals
+// (NamesrvSpecRefused) lists them.
+var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer}
+
 // Reasons of the events about a NameServerCluster. Warnings about refused
 // parts of the spec use the Refusal* reasons (RefusalEvent), and holds of a
 // roll or a scale-down the Progressing condition's.

@@ -2,8 +2,8 @@
 // the manager's /metrics endpoint (controller-runtime's registry): peers
 // desired, ready, published and route-complete; whether routes and the
 // declared KV config agree across peers; rolls, drains and holds in
-// progress; refusals by reason; and when the address list was last
-// published. Alert rules and the dashboard in the Helm chart are written
+// progress; refusals by reason; every status condition with its status and
+// reason; and when the address list was last published. Alert rules and the dashboard in the Helm chart are written
 // against these names, and a test checks that each name they use is
 // exported.
 //
@@ -13,6 +13,8 @@
 package metrics
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +65,9 @@ var (
 		"1 while a scale-down waits because the peers that would remain are not serving.", clusterLabels)
 	LastPublishTime = gaugeVec("cluster_last_publish_timestamp_seconds",
 		"Unix time of the last reconcile that found every address ConfigMap, copies included, holding the current lists; time() minus it grows only while publication fails.", clusterLabels)
+	Conditions = gaugeVec("cluster_condition",
+		"1 for each status condition of the cluster, labelled with its current status and reason. Unlike the refusal counter, it survives a manager restart: the first pass of a new manager reports a standing refusal again.",
+		[]string{"namespace", "name", "type", "status", "reason"})
 	Refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: prefix + "cluster_refusals_total",
 		Help: "Parts of a spec the operator refused or the API server refused to it, by condition reason.",
@@ -72,7 +77,7 @@ var (
 var all = []prometheus.Collector{
 	DesiredPeers, ReadyPeers, PublishedPeers, ServingPeers, RoutesConsistent, PeerMissingBrokers,
 	PeerReachable, KVConfigInSync, PeerKVDriftKeys, RolloutInProgress, RolloutPaused, OutdatedPeers,
-	DrainInProgress, ScaleDownHeld, LastPublishTime, Refusals,
+	DrainInProgress, ScaleDownHeld, LastPublishTime, Conditions, Refusals,
 }
 
 func init() {
@@ -81,6 +86,9 @@ func init() {
 
 // Forget drops every series of a cluster, when it is deleted.
 func Forget(namespace, name string) {
+	shownConditions.Lock()
+	delete(shownConditions.byCluster, [2]string{namespace, name})
+	shownConditions.Unlock()
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
 	for _, c := range all {
 		switch v := c.(type) {
@@ -118,6 +126,13 @@ type Cluster struct {
 	// hold the current lists; zero when that never happened.
 	LastPublish time.Time
 	Peers       []Peer
+	// Conditions are the cluster's status conditions.
+	Conditions []Condition
+}
+
+// Condition is one status condition: its type, status and reason.
+type Condition struct {
+	Type, Status, Reason string
 }
 
 // Peer is one peer's series; Name is its pod name.
@@ -146,6 +161,7 @@ func Record(c Cluster) {
 	if !c.LastPublish.IsZero() {
 		LastPublishTime.With(l).Set(float64(c.LastPublish.UnixNano()) / 1e9)
 	}
+	recordConditions(c.Namespace, c.Name, c.Conditions)
 	keep := map[string]bool{}
 	for _, p := range c.Peers {
 		keep[p.Name] = true
@@ -155,6 +171,32 @@ func Record(c Cluster) {
 		PeerKVDriftKeys.With(pl).Set(float64(p.KVDriftKeys))
 	}
 	forgetPeersExcept(c.Namespace, c.Name, keep)
+}
+
+// shownConditions are the condition series set for each cluster at its last
+// Record, so that the next one drops those that no longer hold.
+var shownConditions = struct {
+	sync.Mutex
+	byCluster map[[2]string][]Condition
+}{byCluster: map[[2]string][]Condition{}}
+
+// recordConditions sets one series per condition, then drops the series of
+// a former status or reason, in that order, so that a scrape never sees a
+// condition without a series and an alert on it never resets its pending
+// time.
+func recordConditions(namespace, name string, conditions []Condition) {
+	shownConditions.Lock()
+	defer shownConditions.Unlock()
+	for _, c := range conditions {
+		Conditions.WithLabelValues(namespace, name, c.Type, c.Status, c.Reason).Set(1)
+	}
+	key := [2]string{namespace, name}
+	for _, old := range shownConditions.byCluster[key] {
+		if !slices.Contains(conditions, old) {
+			Conditions.DeleteLabelValues(namespace, name, old.Type, old.Status, old.Reason)
+		}
+	}
+	shownConditions.byCluster[key] = slices.Clone(conditions)
 }
 
 // Refused counts one refusal of a part of a cluster's spec.

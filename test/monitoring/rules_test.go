@@ -1,12 +1,18 @@
 package monitoring
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
 
 // unitTestFile is a `promtool test rules` file.
@@ -131,5 +137,80 @@ func keys[V any](m map[string]V) []string {
 	for k := range m {
 		out = append(out, k)
 	}
+	return out
+}
+
+// TestSpecRefusedListsEveryRefusalReason: the alert on standing refusals
+// matches the Degraded condition by the refusal reasons, listed in its
+// expression. A refusal reason added to the API, and left out of the
+// expression or of v1alpha1.RefusalReasons, would never fire after a
+// manager restart.
+func TestSpecRefusedListsEveryRefusalReason(t *testing.T) {
+	declared := refusalConstants(t)
+	listed := make([]string, 0, len(v1alpha1.RefusalReasons))
+	for _, r := range v1alpha1.RefusalReasons {
+		listed = append(listed, string(r))
+	}
+	slices.Sort(listed)
+	if !slices.Equal(declared, listed) {
+		t.Errorf("v1alpha1.RefusalReasons is %v, the Refusal* constants are %v", listed, declared)
+	}
+	for _, r := range readRules(t) {
+		if r.Alert != "NamesrvSpecRefused" {
+			continue
+		}
+		m := regexp.MustCompile(`kube_namesrv_cluster_condition\{[^}]*reason=~"\(([^"()]*)\)"`).FindStringSubmatch(r.Expr)
+		if m == nil {
+			// In parentheses, so that the names check of
+			// TestExpressionsNameOnlyWhatIsExposed takes it for a pattern
+			// that one scraped refusal must match, not for values that must
+			// all be scraped.
+			t.Fatalf("NamesrvSpecRefused does not match the condition's reason by reason=~\"(A|B|...)\":\n%s", r.Expr)
+		}
+		inRule := strings.Split(m[1], "|")
+		slices.Sort(inRule)
+		if !slices.Equal(inRule, declared) {
+			t.Errorf("NamesrvSpecRefused matches the reasons %v, the API's refusal reasons are %v", inRule, declared)
+		}
+		return
+	}
+	t.Fatal("no rule NamesrvSpecRefused")
+}
+
+// refusalConstants are the values of the Refusal* constants of the API
+// package, read from its source, sorted.
+func refusalConstants(t *testing.T) []string {
+	t.Helper()
+	path := filepath.Join(repoRoot, "api", "v1alpha1", "conditions.go")
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			v := spec.(*ast.ValueSpec)
+			for i, n := range v.Names {
+				if !strings.HasPrefix(n.Name, "Refusal") || i >= len(v.Values) {
+					continue
+				}
+				if lit, ok := v.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Refusal* string constant in %s", path)
+	}
+	slices.Sort(out)
 	return out
 }

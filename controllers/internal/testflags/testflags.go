@@ -14,6 +14,7 @@ import "flag"
 var (
 	// Seed replays the one history of this seed, with its trace.
 	Seed = flag.Uint64("seed", 0, "TestSimulation: replay the one history of this seed, with its trace")
-	// Histories is how many random histories TestSimulation runs.
+	// Histories is how many random histories TestSimulation runs (1,000
+	// in a -race build, see race.go).
 	Histories = flag.Int("histories", 10000, "TestSimulation: how many random histories to run")
 )
