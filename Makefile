@@ -261,6 +261,11 @@ FAST_PACKAGES ?= $(shell $(GO) list ./... | grep -vxF $(foreach p,$(SLOW_PACKAGE
 test-fast: check-fmt ## gofmt, vet and -race tests of every package that needs no control plane, helm or image (2 minutes once built; FAST_PACKAGES=./namesrv/... for the NameServer alone, 40 s).
 	$(GO) vet $(FAST_PACKAGES)
 	$(GO) test -race -count=1 $(FAST_PACKAGES)
+	$(GO) test -race -count=1 -tags nethttpomithttp2 $(OMIT_HTTP2_PACKAGES)
+
+# The namesrv binary is built without net/http's HTTP/2 server
+# (hack/build-binaries.sh); its command and HTTP side are also tested so.
+OMIT_HTTP2_PACKAGES ?= ./cmd/namesrv ./namesrv/httpapi ./namesrv/metrics
 
 # Modules of their own beside the product, so that the product's go.mod and
 # `go list -deps ./cmd/...` hold none of them: tools/ (nsbench, loadgen, plot,

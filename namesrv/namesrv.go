@@ -23,8 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/config"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/gate"
@@ -93,7 +91,6 @@ type Server struct {
 	serveErr chan error
 
 	metrics      *metrics.Metrics
-	registry     *prometheus.Registry
 	http         *http.Server
 	httpListener net.Listener
 	httpErr      chan error
@@ -124,7 +121,6 @@ func New(o Options) (*Server, error) {
 		httpErr:  make(chan error, 1),
 		started:  time.Now(),
 		bootID:   bootID,
-		registry: prometheus.NewRegistry(),
 
 		httpListener: o.HTTPListener,
 		liveTimeout:  o.LiveTimeout,
@@ -204,10 +200,6 @@ func New(o Options) (*Server, error) {
 	if s.httpAuth, s.httpTLS, err = setupHTTPAuth(cfg, policy, s.metrics, o.Logger); err != nil {
 		s.gate.Stop()
 		return nil, err
-	}
-	if err := s.metrics.Register(s.registry); err != nil {
-		s.gate.Stop()
-		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	s.cfg.Subscribe(func(_, cur *config.Config) {
 		s.routes.SetViewOptions(viewOptions(cur))
@@ -543,9 +535,9 @@ func (s *Server) startHTTP(cfg *config.Config) error {
 				}
 				return s.declared.Apply(), true
 			},
-			Gatherer: s.registry,
-			Auth:     s.httpAuth,
-			Logger:   s.log.With("component", "http"),
+			Metrics: s.metrics,
+			Auth:    s.httpAuth,
+			Logger:  s.log.With("component", "http"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -233,8 +233,11 @@ func TestOrderConfOfADeclaredFileChange(t *testing.T) {
 	if got := orderConf(t, c, "T"); got != "b:8" {
 		t.Fatalf("orderTopicConf %q after the file changed, want b:8", got)
 	}
+	// Owned deletes only what the declaration lists as removed: keys an
+	// earlier declaration held (the operator records them).
 	publishFile(t, cm, "kvConfig.json", kvFile(t, peerstatus.KVFile{Policy: peerstatus.PolicyOwned,
-		ConfigTable: map[string]map[string]string{protocol.NamespaceOrderTopicConfig: {}}}))
+		ConfigTable: map[string]map[string]string{protocol.NamespaceOrderTopicConfig: {}},
+		Removed:     map[string][]string{protocol.NamespaceOrderTopicConfig: {"T"}}}))
 	eventually(t, "the key to be deleted", func() bool { _, ok := s.KV().Get(protocol.NamespaceOrderTopicConfig, "T"); return !ok })
 	if got := orderConf(t, c, "T"); got != "" {
 		t.Fatalf("orderTopicConf %q after the declaration dropped it", got)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -249,7 +250,7 @@ func mustBuildRegistry() []entry {
 			panic(fmt.Sprintf("config: bad default of %s: %v", entries[i].Name, err))
 		}
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.Name, b.Name) })
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	return entries
 }
 

@@ -3,8 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"sort"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -305,7 +304,7 @@ func FormatProperties(props []Property) []byte {
 		last[p.Key] = len(sorted)
 		sorted = append(sorted, p)
 	}
-	slices.SortFunc(sorted, func(a, b Property) int { return strings.Compare(a.Key, b.Key) })
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
 	var out []byte
 	for _, p := range sorted {
 		out = appendEscaped(out, p.Key, true)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,7 +84,7 @@ func NewStore(cfg *Config, extra []Property, log *slog.Logger) *Store {
 // sortedUnique sorts by key, keeping the last value of a repeated key.
 func sortedUnique(props []Property) []Property {
 	out := slices.Clone(props)
-	slices.SortStableFunc(out, func(a, b Property) int { return strings.Compare(a.Key, b.Key) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	for i := len(out) - 1; i > 0; i-- {
 		if out[i-1].Key == out[i].Key {
 			out = slices.Delete(out, i-1, i)

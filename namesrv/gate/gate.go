@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -402,8 +403,8 @@ func (g *Gate) Waiting() (string, bool) {
 // sortedKeys sorts keys by cluster and address and drops duplicates.
 func sortedKeys(keys []peerstatus.BrokerKey) []peerstatus.BrokerKey {
 	keys = slices.Clone(keys)
-	slices.SortFunc(keys, func(a, b peerstatus.BrokerKey) int {
-		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Addr, b.Addr))
+	sort.Slice(keys, func(i, j int) bool {
+		return cmp.Or(strings.Compare(keys[i].Cluster, keys[j].Cluster), strings.Compare(keys[i].Addr, keys[j].Addr)) < 0
 	})
 	return slices.Compact(keys)
 }

@@ -26,9 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/kube-namesrv/kube-namesrv/namesrv/filestamp"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
@@ -66,10 +63,11 @@ type Options struct {
 	// Summary, Gate and ApplyKV serve the peer-status endpoints; nil
 	// disables them. ApplyKV reports false when no declared-KV file is
 	// configured.
-	Summary  func() peerstatus.Summary
-	Gate     func(peerstatus.GateRequest) peerstatus.Summary
-	ApplyKV  func() (peerstatus.KVStatus, bool)
-	Gatherer prometheus.Gatherer
+	Summary func() peerstatus.Summary
+	Gate    func(peerstatus.GateRequest) peerstatus.Summary
+	ApplyKV func() (peerstatus.KVStatus, bool)
+	// Metrics answers Prometheus scrapes at /metrics.
+	Metrics http.Handler
 	// Auth checks the credentials of the endpoints its scope covers; nil
 	// leaves every endpoint open.
 	Auth   *Auth
@@ -103,10 +101,9 @@ func New(o Options) *Handler {
 	}
 	h := &Handler{mux: http.NewServeMux(), opts: o,
 		addrs: addressFile{log: o.Logger, what: "NameServer address list"}, brokerAddrs: addressFile{log: o.Logger, what: "broker NameServer address list"}}
-	metrics := promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)})
 	h.handle(http.MethodGet, "/healthz", Open, h.healthz)
 	h.handle(http.MethodGet, "/readyz", Open, h.readyz)
-	h.handle(http.MethodGet, "/metrics", Read, metrics.ServeHTTP)
+	h.handle(http.MethodGet, "/metrics", Read, o.Metrics.ServeHTTP)
 	h.handle(http.MethodGet, "/rocketmq/{subgroup}", Open, h.addresses)
 	if o.Summary != nil {
 		h.handle(http.MethodGet, peerstatus.SummaryPath, Read, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, o.Summary()) })

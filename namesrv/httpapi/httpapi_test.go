@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
 
@@ -32,8 +30,8 @@ func newHandler(o Options) *Handler {
 	if o.Ready == nil {
 		o.Ready = func() (bool, string) { return true, "" }
 	}
-	if o.Gatherer == nil {
-		o.Gatherer = prometheus.NewRegistry()
+	if o.Metrics == nil {
+		o.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# no metrics\n") })
 	}
 	if o.AddressFile == nil {
 		o.AddressFile = func() string { return "" }

@@ -34,6 +34,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -328,8 +329,8 @@ func (d *Declared) drift(decl *peerstatus.KVFile) []peerstatus.KVDrift {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b peerstatus.KVDrift) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Key, b.Key))
+	sort.Slice(out, func(i, j int) bool {
+		return cmp.Or(strings.Compare(out[i].Namespace, out[j].Namespace), strings.Compare(out[i].Key, out[j].Key)) < 0
 	})
 	return slices.CompactFunc(out, func(a, b peerstatus.KVDrift) bool { return a == b })
 }

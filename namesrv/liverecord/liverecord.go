@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,8 +132,8 @@ func Load(path string) (*peerstatus.GateRecord, error) {
 func SortedKeys(keys []peerstatus.BrokerKey) []peerstatus.BrokerKey {
 	out := make([]peerstatus.BrokerKey, len(keys))
 	copy(out, keys)
-	slices.SortFunc(out, func(a, b peerstatus.BrokerKey) int {
-		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Addr, b.Addr))
+	sort.Slice(out, func(i, j int) bool {
+		return cmp.Or(strings.Compare(out[i].Cluster, out[j].Cluster), strings.Compare(out[i].Addr, out[j].Addr)) < 0
 	})
 	return slices.Compact(out)
 }

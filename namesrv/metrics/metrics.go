@@ -3,20 +3,28 @@
 // connection limits, the TLS certificate in use, the sizes and events of
 // the route table and the KV store, the start-up route gate, the record of
 // live brokers, the declared KV config, and the requests authorization
-// refused (the Java NameServer exports none).
+// refused (the Java NameServer exports none), plus the Go runtime's and
+// the process's series.
+//
+// It writes the Prometheus text format itself, over counters of its own,
+// instead of using the Prometheus Go client: that client and the protobuf
+// runtime it brings were a quarter of the binary, and their start-up
+// touched more memory than the rest of an idle NameServer uses. The
+// exposition is the one that client wrote, name for name, label for label
+// and HELP for HELP (testdata/exposition.golden), so dashboards, alerts and
+// recording rules read it unchanged.
 //
 // Per-request counting is on the route-query hot path, so every label
 // combination of a known request and response code is resolved once at
-// start and counted with plain atomic increments.
+// start and counted with plain atomic adds.
 package metrics
 
 import (
 	"runtime"
+	"sort"
 	"strconv"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kube-namesrv/kube-namesrv/internal/version"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/authz"
@@ -41,50 +49,62 @@ var requestNames = func() map[int32]string {
 	return m
 }()
 
-// resultNames are the response codes the NameServer produces.
-var resultNames = map[int32]string{
-	protocol.Success:                 "SUCCESS",
-	protocol.SystemError:             "SYSTEM_ERROR",
-	protocol.SystemBusy:              "SYSTEM_BUSY",
-	protocol.RequestCodeNotSupported: "REQUEST_CODE_NOT_SUPPORTED",
-	protocol.NoPermission:            "NO_PERMISSION",
-	protocol.TopicNotExist:           "TOPIC_NOT_EXIST",
-	protocol.QueryNotFound:           "QUERY_NOT_FOUND",
+// results are the response codes the NameServer produces, with their
+// names: the result label of requests_total.
+var results = [...]struct {
+	code int32
+	name string
+}{
+	{protocol.Success, "SUCCESS"},
+	{protocol.SystemError, "SYSTEM_ERROR"},
+	{protocol.SystemBusy, "SYSTEM_BUSY"},
+	{protocol.RequestCodeNotSupported, "REQUEST_CODE_NOT_SUPPORTED"},
+	{protocol.NoPermission, "NO_PERMISSION"},
+	{protocol.TopicNotExist, "TOPIC_NOT_EXIST"},
+	{protocol.QueryNotFound, "QUERY_NOT_FOUND"},
 }
 
 const other = "other"
 
-// perCode holds one request code's pre-resolved series.
+// perCode holds one request code's series.
 type perCode struct {
-	duration prometheus.Observer
-	results  map[int32]prometheus.Counter
-	other    prometheus.Counter
+	duration histogram
+	results  [len(results)]counter
+	other    counter
 }
 
 // Metrics is a remoting.Observer that also exports the route table's and
-// KV store's state. Register it with a Prometheus registry.
+// KV store's state; it serves scrapes as an http.Handler.
 type Metrics struct {
-	requests    *prometheus.CounterVec
-	durations   *prometheus.HistogramVec
 	codes       map[int32]*perCode
 	unknownCode *perCode
 
-	connsOpen   prometheus.Gauge
-	connsClosed *prometheus.CounterVec
-	closed      map[remoting.CloseReason]prometheus.Counter
-	limitHits   *prometheus.CounterVec
-	limits      map[remoting.Limit]prometheus.Counter
+	connsOpen gauge
+	closed    map[remoting.CloseReason]*counter
+	limits    map[remoting.Limit]*counter
 
-	authzRefusals  *prometheus.CounterVec
-	refusedByCode  map[int32]prometheus.Counter
-	refusedOther   prometheus.Counter
-	ownerRefusals  *prometheus.CounterVec
-	ownerByCode    map[int32]prometheus.Counter
-	httpRefusals   *prometheus.CounterVec
-	httpByPathWhy  map[[2]string]prometheus.Counter
-	httpRefusedAny prometheus.Counter
+	refusedByCode  map[int32]*counter
+	refusedOther   *counter
+	ownerByCode    map[int32]*counter
+	httpByPathWhy  map[[2]string]*counter
+	httpRefusedAny *counter
 
-	collectors []prometheus.Collector
+	// families are the NameServer's own, by name.
+	families []*family
+	routes   func() route.Stats
+	scrape   scrape
+}
+
+// scrape is what scrapes keep from one to the next; they take turns.
+type scrape struct {
+	sync.Mutex
+	enc     encoder
+	runtime *runtimeStats
+	process *processStats
+	// routes are the route table's counters, read once per scrape.
+	routes route.Stats
+	// accept is the last Accept header and contentType its answer.
+	accept, contentType string
 }
 
 // HTTP refusal reasons, the reason label of http_auth_refusals_total.
@@ -119,170 +139,177 @@ type Sources struct {
 	HTTPPaths []string
 }
 
-// New builds the metrics; register them with Register.
+// registry collects families while New builds them; series added under
+// one name share a family, whose HELP and type the first one sets.
+type registry map[string]*family
+
+func (r registry) family(name, help, typ string) *family {
+	name = namespace + "_" + name
+	f := r[name]
+	if f == nil {
+		f = &family{name: name, help: help, typ: typ}
+		r[name] = f
+	}
+	return f
+}
+
+// New builds the metrics, every series resolved.
 func New(src Sources) *Metrics {
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "requests_total",
-			Help: "Requests handled, by request code and response code (oneway requests included).",
-		}, []string{"request", "code", "result"}),
-		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "request_duration_seconds",
-			Help:    "Time from a decoded request to its encoded answer, by request code.",
-			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 5e-3, 0.025, 0.1, 0.5},
-		}, []string{"request", "code"}),
-		codes: map[int32]*perCode{},
-		connsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "connections_open", Help: "Open remoting connections.",
-		}),
-		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "connections_closed_total", Help: "Remoting connections ended, by reason.",
-		}, []string{"reason"}),
-		closed: map[remoting.CloseReason]prometheus.Counter{},
-		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "limit_hits_total",
-			Help: "Connections that ran into a limit, by limit: max_connections refused at accept; frame_max_length, " +
-				"read_timeout, write_timeout and handshake_timeout closed; max_inflight made to wait until its answers were written.",
-		}, []string{"limit"}),
-		limits: map[remoting.Limit]prometheus.Counter{},
+		codes:         map[int32]*perCode{},
+		closed:        map[remoting.CloseReason]*counter{},
+		limits:        map[remoting.Limit]*counter{},
+		refusedByCode: map[int32]*counter{},
+		ownerByCode:   map[int32]*counter{},
+		httpByPathWhy: map[[2]string]*counter{},
+		routes:        src.Routes.Stats,
+		scrape:        scrape{runtime: newRuntimeStats(), process: newProcessStats()},
 	}
-	for code, name := range requestNames {
-		m.codes[code] = m.resolve(name, strconv.Itoa(int(code)))
+	r := registry{}
+	m.resolveRequests(r)
+	m.resolveRefusals(r, src.HTTPPaths)
+	opened := r.family("connections_open", "Open remoting connections.", gaugeType)
+	opened.add(&m.connsOpen, nil)
+	closed := r.family("connections_closed_total", "Remoting connections ended, by reason.", counterType)
+	for _, reason := range remoting.CloseReasons {
+		m.closed[reason] = &counter{}
+		closed.add(m.closed[reason], nil, "reason", string(reason))
 	}
-	m.resolveRefusals(src.HTTPPaths)
-	m.unknownCode = m.resolve(other, other)
-	for _, r := range remoting.CloseReasons {
-		m.closed[r] = m.connsClosed.WithLabelValues(string(r))
-	}
+	limits := r.family("limit_hits_total", "Connections that ran into a limit, by limit: max_connections refused at accept; frame_max_length, "+
+		"read_timeout, write_timeout and handshake_timeout closed; max_inflight made to wait until its answers were written.", counterType)
 	for _, l := range remoting.Limits {
-		m.limits[l] = m.limitHits.WithLabelValues(string(l))
+		m.limits[l] = &counter{}
+		limits.add(m.limits[l], nil, "limit", string(l))
 	}
 
-	stats := func(f func(route.Stats) float64) func() float64 {
-		return func() float64 { return f(src.Routes.Stats()) }
+	stats := func(f func(route.Stats) float64) valueFunc {
+		return func() float64 { return f(m.scrape.routes) }
 	}
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f)
+	addGauge := func(name, help string, f valueFunc, labels ...string) {
+		r.family(name, help, gaugeType).add(f, nil, labels...)
 	}
-	counter := func(name, help string, labels prometheus.Labels, f func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help, ConstLabels: labels}, f)
+	addCounter := func(name, help string, f valueFunc, labels ...string) {
+		r.family(name, help, counterType).add(f, nil, labels...)
 	}
-	m.collectors = []prometheus.Collector{
-		m.requests, m.durations, m.connsOpen, m.connsClosed, m.limitHits, m.authzRefusals, m.ownerRefusals, m.httpRefusals,
-		gauge("authz_enabled", "1 when remoting requests are authorized by role (authzEnable), 0 when every peer may send every request.",
-			func() float64 {
-				if src.AuthzEnabled {
-					return 1
-				}
-				return 0
-			}),
-		gauge("brokers_live", "Broker addresses in the live table.", stats(func(s route.Stats) float64 { return float64(s.LiveBrokers) })),
-		gauge("clusters", "Clusters with at least one broker group.", stats(func(s route.Stats) float64 { return float64(s.Clusters) })),
-		gauge("topics", "Topics with queue data.", stats(func(s route.Stats) float64 { return float64(s.Topics) })),
-		counter("broker_registrations_total", "REGISTER_BROKER requests applied.", nil,
-			stats(func(s route.Stats) float64 { return float64(s.Registrations) })),
-		counter("broker_registrations_unchanged_total", "REGISTER_BROKER requests that repeated their address's previous one byte for byte, applied without decoding the body.", nil,
-			stats(func(s route.Stats) float64 { return float64(s.UnchangedRegistrations) })),
-		counter("route_views_built_total", "Topic views (queue data and route) built: the per-topic work of registrations and admin changes.", nil,
-			stats(func(s route.Stats) float64 { return float64(s.ViewsBuilt) })),
-		gauge("kv_entries", "Keys in the KV store.", func() float64 { return float64(src.KV.Entries()) }),
-		gauge("kv_namespaces", "Namespaces in the KV store.", func() float64 { return float64(src.KV.Namespaces()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "build_info", Help: "Build of this NameServer; always 1.",
-			ConstLabels: prometheus.Labels{"version": version.Version, "goversion": runtime.Version()},
-		}, func() float64 { return 1 }),
-	}
-	m.collectors = append(m.collectors,
-		gauge("route_gate_open", "1 when the start-up route gate is open (or not enabled), 0 while it is closed and client reads get their connection closed.",
-			func() float64 {
-				if src.Gate.Closed() {
-					return 0
-				}
-				return 1
-			}),
-		counter("route_gate_refusals_total", "Client route and KV reads whose connection was closed because the route gate was closed.", nil,
-			func() float64 { return float64(src.Gate.Refusals()) }),
-	)
+	addGauge("authz_enabled", "1 when remoting requests are authorized by role (authzEnable), 0 when every peer may send every request.",
+		func() float64 { return bit(src.AuthzEnabled) })
+	addGauge("brokers_live", "Broker addresses in the live table.", stats(func(s route.Stats) float64 { return float64(s.LiveBrokers) }))
+	addGauge("clusters", "Clusters with at least one broker group.", stats(func(s route.Stats) float64 { return float64(s.Clusters) }))
+	addGauge("topics", "Topics with queue data.", stats(func(s route.Stats) float64 { return float64(s.Topics) }))
+	addCounter("broker_registrations_total", "REGISTER_BROKER requests applied.",
+		stats(func(s route.Stats) float64 { return float64(s.Registrations) }))
+	addCounter("broker_registrations_unchanged_total", "REGISTER_BROKER requests that repeated their address's previous one byte for byte, applied without decoding the body.",
+		stats(func(s route.Stats) float64 { return float64(s.UnchangedRegistrations) }))
+	addCounter("route_views_built_total", "Topic views (queue data and route) built: the per-topic work of registrations and admin changes.",
+		stats(func(s route.Stats) float64 { return float64(s.ViewsBuilt) }))
+	addGauge("kv_entries", "Keys in the KV store.", func() float64 { return float64(src.KV.Entries()) })
+	addGauge("kv_namespaces", "Namespaces in the KV store.", func() float64 { return float64(src.KV.Namespaces()) })
+	addGauge("build_info", "Build of this NameServer; always 1.", func() float64 { return 1 },
+		"version", version.Version, "goversion", runtime.Version())
+	addGauge("route_gate_open", "1 when the start-up route gate is open (or not enabled), 0 while it is closed and client reads get their connection closed.",
+		func() float64 { return bit(!src.Gate.Closed()) })
+	addCounter("route_gate_refusals_total", "Client route and KV reads whose connection was closed because the route gate was closed.",
+		func() float64 { return float64(src.Gate.Refusals()) })
 	if d := src.Declared; d != nil {
-		kvStats := func(f func(kvdeclared.Stats) int64) func() float64 {
+		kvStats := func(f func(kvdeclared.Stats) int64) valueFunc {
 			return func() float64 { return float64(f(d.Stats())) }
 		}
 		applies, keys := "Reads of the declared-KV file, by result: applied, or not read, parsed or applied.",
 			"KV keys written or deleted by applying the declared-KV file."
-		m.collectors = append(m.collectors,
-			gauge("kv_declared_in_sync", "1 when the KV store holds the declared KV config as its policy asks, else 0.", func() float64 {
-				if d.InSync() {
-					return 1
-				}
-				return 0
-			}),
-			counter("kv_declared_applies_total", applies, prometheus.Labels{"result": "ok"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Applied })),
-			counter("kv_declared_applies_total", applies, prometheus.Labels{"result": "error"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Failed })),
-			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "written"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Written })),
-			counter("kv_declared_keys_changed_total", keys, prometheus.Labels{"change": "deleted"}, kvStats(func(s kvdeclared.Stats) int64 { return s.Deleted })),
-		)
+		addGauge("kv_declared_in_sync", "1 when the KV store holds the declared KV config as its policy asks, else 0.",
+			func() float64 { return bit(d.InSync()) })
+		addCounter("kv_declared_applies_total", applies, kvStats(func(s kvdeclared.Stats) int64 { return s.Applied }), "result", "ok")
+		addCounter("kv_declared_applies_total", applies, kvStats(func(s kvdeclared.Stats) int64 { return s.Failed }), "result", "error")
+		addCounter("kv_declared_keys_changed_total", keys, kvStats(func(s kvdeclared.Stats) int64 { return s.Written }), "change", "written")
+		addCounter("kv_declared_keys_changed_total", keys, kvStats(func(s kvdeclared.Stats) int64 { return s.Deleted }), "change", "deleted")
 	}
-	if r := src.Record; r != nil {
+	if rec := src.Record; rec != nil {
 		help := "Writes of the record of live brokers (liveBrokersPath), by result."
-		m.collectors = append(m.collectors,
-			counter("live_brokers_record_writes_total", help, prometheus.Labels{"result": "ok"}, func() float64 { return float64(r.Stats().Written) }),
-			counter("live_brokers_record_writes_total", help, prometheus.Labels{"result": "error"}, func() float64 { return float64(r.Stats().Failed) }),
-		)
+		addCounter("live_brokers_record_writes_total", help, func() float64 { return float64(rec.Stats().Written) }, "result", "ok")
+		addCounter("live_brokers_record_writes_total", help, func() float64 { return float64(rec.Stats().Failed) }, "result", "error")
 	}
 	for _, why := range []route.EvictReason{route.EvictUnregister, route.EvictClosed, route.EvictExpired} {
-		m.collectors = append(m.collectors, counter("broker_evictions_total",
-			"Brokers removed from the live table, by reason.", prometheus.Labels{"reason": string(why)},
-			stats(func(s route.Stats) float64 { return float64(s.Evictions[why]) })))
+		addCounter("broker_evictions_total", "Brokers removed from the live table, by reason.",
+			stats(func(s route.Stats) float64 { return float64(s.Evictions[why]) }), "reason", string(why))
 	}
 	if o := src.Owners; o != nil {
-		m.collectors = append(m.collectors, gauge("authz_broker_names_owned",
-			"Broker names whose owning client-certificate identity is recorded (authzBrokerNameOwnership).",
-			func() float64 { return float64(o.Len()) }))
+		addGauge("authz_broker_names_owned", "Broker names whose owning client-certificate identity is recorded (authzBrokerNameOwnership).",
+			func() float64 { return float64(o.Len()) })
 	}
 	if tc := src.TLS; tc != nil {
-		m.collectors = append(m.collectors,
-			gauge("tls_certificate_expiry_timestamp_seconds", "Expiry (NotAfter) of the TLS certificate in use, Unix seconds.",
-				func() float64 { return float64(tc.NotAfter().Unix()) }),
-			counter("tls_certificate_reloads_total", "New versions of the TLS certificate files, by result.",
-				prometheus.Labels{"result": "success"}, func() float64 { return float64(tc.Reloads()) }),
-			counter("tls_certificate_reloads_total", "New versions of the TLS certificate files, by result.",
-				prometheus.Labels{"result": "failure"}, func() float64 { return float64(tc.Failures()) }),
-		)
+		help := "New versions of the TLS certificate files, by result."
+		addGauge("tls_certificate_expiry_timestamp_seconds", "Expiry (NotAfter) of the TLS certificate in use, Unix seconds.",
+			func() float64 { return float64(tc.NotAfter().Unix()) })
+		addCounter("tls_certificate_reloads_total", help, func() float64 { return float64(tc.Reloads()) }, "result", "success")
+		addCounter("tls_certificate_reloads_total", help, func() float64 { return float64(tc.Failures()) }, "result", "failure")
 	}
+	for _, f := range r {
+		f.sort()
+		m.families = append(m.families, f)
+	}
+	sort.Slice(m.families, func(i, j int) bool { return m.families[i].name < m.families[j].name })
 	return m
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// resolveRequests builds every request code's series: requests_total by
+// result and the duration histogram, and those of codes not known.
+func (m *Metrics) resolveRequests(r registry) {
+	requests := r.family("requests_total", "Requests handled, by request code and response code (oneway requests included).", counterType)
+	durations := r.family("request_duration_seconds", "Time from a decoded request to its encoded answer, by request code.", histogramType)
+	codes := len(authz.Codes) + 1
+	requests.samples, durations.samples = make([]sample, 0, codes*(len(results)+1)), make([]sample, 0, codes)
+	resolve := func(name, code string) *perCode {
+		pc := &perCode{}
+		durations.add(nil, &pc.duration, "request", name, "code", code)
+		for i, res := range results {
+			requests.add(&pc.results[i], nil, "request", name, "code", code, "result", res.name)
+		}
+		requests.add(&pc.other, nil, "request", name, "code", code, "result", other)
+		return pc
+	}
+	for _, c := range authz.Codes {
+		m.codes[c.Code] = resolve(c.Name, strconv.Itoa(int(c.Code)))
+	}
+	m.unknownCode = resolve(other, other)
 }
 
 // resolveRefusals builds the refusal counters: remoting refusals by code
 // and the role it needs, ownership refusals by code, HTTP refusals by path
 // and reason.
-func (m *Metrics) resolveRefusals(httpPaths []string) {
-	m.authzRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "authz_refusals_total",
-		Help: "Remoting requests refused with NO_PERMISSION because the peer lacked the role their code needs, by request code and role.",
-	}, []string{"request", "code", "role"})
-	m.ownerRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "authz_ownership_refusals_total",
-		Help: "Registrations, unregistrations and topic registrations refused because another client-certificate identity owns the broker name, by request code.",
-	}, []string{"request", "code"})
-	m.httpRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "http_auth_refusals_total",
-		Help: "HTTP requests refused for want of a credential (missing), with a bearer token not accepted (invalid), or with a client certificate lacking the role (forbidden), by path.",
-	}, []string{"path", "reason"})
-	m.refusedByCode, m.ownerByCode, m.httpByPathWhy = map[int32]prometheus.Counter{}, map[int32]prometheus.Counter{}, map[[2]string]prometheus.Counter{}
+func (m *Metrics) resolveRefusals(r registry, httpPaths []string) {
+	refusals := r.family("authz_refusals_total",
+		"Remoting requests refused with NO_PERMISSION because the peer lacked the role their code needs, by request code and role.", counterType)
+	owners := r.family("authz_ownership_refusals_total",
+		"Registrations, unregistrations and topic registrations refused because another client-certificate identity owns the broker name, by request code.", counterType)
+	httpRefusals := r.family("http_auth_refusals_total",
+		"HTTP requests refused for want of a credential (missing), with a bearer token not accepted (invalid), or with a client certificate lacking the role (forbidden), by path.", counterType)
 	for _, c := range authz.Codes {
 		code := strconv.Itoa(int(c.Code))
-		m.refusedByCode[c.Code] = m.authzRefusals.WithLabelValues(c.Name, code, c.Role.String())
+		m.refusedByCode[c.Code] = &counter{}
+		refusals.add(m.refusedByCode[c.Code], nil, "request", c.Name, "code", code, "role", c.Role.String())
 		if c.Role == authz.Broker {
-			m.ownerByCode[c.Code] = m.ownerRefusals.WithLabelValues(c.Name, code)
+			m.ownerByCode[c.Code] = &counter{}
+			owners.add(m.ownerByCode[c.Code], nil, "request", c.Name, "code", code)
 		}
 	}
-	m.refusedOther = m.authzRefusals.WithLabelValues(other, other, authz.Read.String())
+	m.refusedOther = &counter{}
+	refusals.add(m.refusedOther, nil, "request", other, "code", other, "role", authz.Read.String())
 	for _, path := range httpPaths {
 		for _, why := range []string{HTTPMissing, HTTPInvalid, HTTPForbidden} {
-			m.httpByPathWhy[[2]string{path, why}] = m.httpRefusals.WithLabelValues(path, why)
+			c := &counter{}
+			m.httpByPathWhy[[2]string{path, why}] = c
+			httpRefusals.add(c, nil, "path", path, "reason", why)
 		}
 	}
-	m.httpRefusedAny = m.httpRefusals.WithLabelValues(other, other)
+	m.httpRefusedAny = &counter{}
+	httpRefusals.add(m.httpRefusedAny, nil, "path", other, "reason", other)
 }
 
 // AuthzRefused implements processor.Refusals.
@@ -311,32 +338,6 @@ func (m *Metrics) HTTPRefused(path, reason string) {
 	m.httpRefusedAny.Inc()
 }
 
-func (m *Metrics) resolve(name, code string) *perCode {
-	pc := &perCode{
-		duration: m.durations.WithLabelValues(name, code),
-		results:  map[int32]prometheus.Counter{},
-		other:    m.requests.WithLabelValues(name, code, other),
-	}
-	for rc, rn := range resultNames {
-		pc.results[rc] = m.requests.WithLabelValues(name, code, rn)
-	}
-	return pc
-}
-
-// Register adds the metrics, plus Go runtime and process collectors, to r.
-func (m *Metrics) Register(r prometheus.Registerer) error {
-	all := append([]prometheus.Collector{
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	}, m.collectors...)
-	for _, c := range all {
-		if err := r.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ConnOpened implements remoting.Observer.
 func (m *Metrics) ConnOpened() { m.connsOpen.Inc() }
 
@@ -361,10 +362,12 @@ func (m *Metrics) Request(code, respCode int32, _ bool, elapsed time.Duration) {
 	if pc == nil {
 		pc = m.unknownCode
 	}
-	pc.duration.Observe(elapsed.Seconds())
-	if c, ok := pc.results[respCode]; ok {
-		c.Inc()
-		return
+	pc.duration.observe(elapsed.Seconds())
+	for i := range results {
+		if results[i].code == respCode {
+			pc.results[i].Inc()
+			return
+		}
 	}
 	pc.other.Inc()
 }

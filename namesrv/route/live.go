@@ -3,7 +3,7 @@ package route
 import (
 	"context"
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -44,11 +44,11 @@ func (t *Table) LiveBrokers() []LiveBroker {
 		})
 	}
 	t.mu.Unlock()
-	slices.SortFunc(out, func(a, b LiveBroker) int {
-		if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
-			return c
+	sort.Slice(out, func(i, j int) bool {
+		if c := strings.Compare(out[i].Cluster, out[j].Cluster); c != 0 {
+			return c < 0
 		}
-		return strings.Compare(a.Addr, b.Addr)
+		return out[i].Addr < out[j].Addr
 	})
 	return out
 }
