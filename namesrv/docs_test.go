@@ -53,7 +53,7 @@ func TestDocTables(t *testing.T) {
 		return
 	}
 	t.Errorf("%s is stale: its generated tables differ from the code; run\n"+
-		"  go test ./namesrv -run '^TestDocTables$' -update-docs\nand commit the result. Diff (line numbers of the new text):\n%s",
+		"  go test ./namesrv -run '^TestDocTables$' -update-docs\nand commit the result. Lines only in the doc (-) or only in the code (+):\n%s",
 		docsFile, lineDiff(string(doc), got))
 }
 
@@ -66,28 +66,6 @@ func replaceBlock(doc, name, body string) (string, error) {
 		return "", fmt.Errorf("%s has no %q ... %q block", docsFile, strings.TrimSpace(begin), end)
 	}
 	return doc[:i+len(begin)] + body + doc[j:], nil
-}
-
-// lineDiff names the first lines where a and b differ, enough to see what
-// went stale.
-func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out strings.Builder
-	shown := 0
-	for i := 0; i < max(len(al), len(bl)) && shown < 10; i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			fmt.Fprintf(&out, "%d:\n  doc:  %s\n  code: %s\n", i+1, x, y)
-			shown++
-		}
-	}
-	return out.String()
 }
 
 // flagsTable is the usage text of namesrv --help.
