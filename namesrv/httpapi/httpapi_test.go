@@ -31,7 +31,7 @@ func newHandler(o Options) *Handler {
 		o.Ready = func() (bool, string) { return true, "" }
 	}
 	if o.Metrics == nil {
-		o.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# no metrics\n") })
+		o.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "# no metrics\n") })
 	}
 	if o.AddressFile == nil {
 		o.AddressFile = func() string { return "" }
