@@ -283,7 +283,7 @@ test-tools: ## vet and -race tests of the modules beside the product (TOOL_MODUL
 .PHONY: test-slow
 test-slow: envtest-assets helm promql image-binaries ## The -race tests of SLOW_PACKAGES: envtest, install and monitoring (builds the tools they need first).
 	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" HELM=$(HELM) PROMQL=$(PROMQL) IMAGE_BIN_DIR=$(IMAGE_BIN_DIR) \
-	  $(GO) test -race -count=1 $(SLOW_PACKAGES)
+	  $(GO) test -race -count=1 -timeout 30m $(SLOW_PACKAGES)
 
 # The seeded simulation of the reconcile loop (controllers/sim_test.go): 10,000
 # random histories without the race detector, which makes them seven times

@@ -22,12 +22,16 @@ import (
 type apiActor struct {
 	r   *NameServerClusterReconciler
 	ctx context.Context
+	// token is presented to the peers (observed.httpToken).
+	token string
 }
 
 var _ actor = apiActor{}
 
 func (a apiActor) applyKV(c *v1alpha1.NameServerCluster, ordinal int32, p publish.Peer) (*peerstatus.KVStatus, error) {
-	kv, err := a.r.Peers.Client.ApplyKV(a.ctx, target(p))
+	t := target(p)
+	t.Token = a.token
+	kv, err := a.r.Peers.Client.ApplyKV(a.ctx, t)
 	if err != nil {
 		logf.FromContext(a.ctx).Info("could not ask a peer to apply its declared KV config", "peer", render.PodName(c, ordinal), "error", err.Error())
 	}
@@ -35,7 +39,9 @@ func (a apiActor) applyKV(c *v1alpha1.NameServerCluster, ordinal int32, p publis
 }
 
 func (a apiActor) openGate(c *v1alpha1.NameServerCluster, ordinal int32, p publish.Peer, req peerstatus.GateRequest) (*peerstatus.Summary, error) {
-	s, err := a.r.Peers.Client.OpenGate(a.ctx, target(p), req)
+	t := target(p)
+	t.Token = a.token
+	s, err := a.r.Peers.Client.OpenGate(a.ctx, t, req)
 	if err != nil {
 		logf.FromContext(a.ctx).Info("could not send a gate request to a starting peer", "peer", render.PodName(c, ordinal), "error", err.Error())
 	}

@@ -39,6 +39,20 @@ type fakePeer struct {
 	KVApplies    int
 	// OnApply is what an apply turns the KV report into.
 	OnApply *peerstatus.KVStatus
+	// Token, when set, is the only bearer token the peer accepts, on
+	// every endpoint (httpAuthScope=all); other requests are refused as
+	// the NameServer refuses them, and counted in Refused.
+	Token   string
+	Refused int
+}
+
+// unauthorized refuses a request that does not present the peer's token.
+func (p *fakePeer) unauthorized(t peerclient.Target) error {
+	if p.Token == "" || t.Token == p.Token {
+		return nil
+	}
+	p.Refused++
+	return fmt.Errorf("GET http://%s:%d/routes/summary: HTTP 401: invalid token", t.IP, t.Port)
 }
 
 // reset forgets every peer.
@@ -111,6 +125,9 @@ func (f *fakePeers) Summary(_ context.Context, t peerclient.Target) (*peerstatus
 	if !ok {
 		return nil, fmt.Errorf("dial tcp %s:%d: connection refused", t.IP, t.Port)
 	}
+	if err := p.unauthorized(t); err != nil {
+		return nil, err
+	}
 	return f.summary(p), nil
 }
 
@@ -120,6 +137,9 @@ func (f *fakePeers) OpenGate(_ context.Context, t peerclient.Target, req peersta
 	p, ok := f.peers[t.IP]
 	if !ok {
 		return nil, fmt.Errorf("dial tcp %s:%d: connection refused", t.IP, t.Port)
+	}
+	if err := p.unauthorized(t); err != nil {
+		return nil, err
 	}
 	p.GateRequests = append(p.GateRequests, req)
 	live := map[peerstatus.BrokerKey]bool{}
@@ -145,6 +165,9 @@ func (f *fakePeers) ApplyKV(_ context.Context, t peerclient.Target) (*peerstatus
 	p, ok := f.peers[t.IP]
 	if !ok {
 		return nil, fmt.Errorf("dial tcp %s:%d: connection refused", t.IP, t.Port)
+	}
+	if err := p.unauthorized(t); err != nil {
+		return nil, err
 	}
 	p.KVApplies++
 	if p.OnApply != nil {

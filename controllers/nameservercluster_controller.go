@@ -88,6 +88,7 @@ type NameServerClusterReconciler struct {
 	retries     backoffs
 	published   publishTimes
 	generations generations
+	exposure    exposureWarnings
 }
 
 // RBAC, least privilege. Children are written by server-side apply (patch;
@@ -115,8 +116,13 @@ type NameServerClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // Events about what the operator did.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// No access to Secrets: the kubelet mounts the spec.tls Secrets into the
-// pods; the operator only names them.
+// Secrets: get and create only, for the HTTP token Secret of
+// spec.authorization (httptoken.go), read by name around the cache. No
+// list or watch, so the operator cannot enumerate Secrets or receive their
+// contents; no update, patch or delete, so it cannot change a Secret it did
+// not create either (nor its own token: rotating it is deleting it). The
+// spec.tls Secrets are mounted by the kubelet; the operator only names them.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 
 // Reconcile brings one cluster's children and published lists towards its
 // spec.

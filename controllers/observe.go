@@ -51,12 +51,22 @@ type observed struct {
 	// opened are the peers whose start-up gate this reconcile opened
 	// (actOnPeers).
 	opened map[int32]bool
+	// httpToken is the bearer token the peers' HTTP port wants, "" when
+	// none; httpTokenProblem why there is none although one is wanted.
+	httpToken        string
+	httpTokenProblem *problem
 }
 
 // observe reads the StatefulSet, the pods and the external Services, and
 // the peers' route summaries when they are due.
 func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.NameServerCluster) (*observed, error) {
 	o := &observed{now: r.Clock.Now(), round: render.BrokerRound(c)}
+	// The one write before the pass: the token Secret must exist before
+	// the pods that mount it, and the reads below present its token.
+	var err error
+	if o.httpToken, o.httpTokenProblem, err = r.httpToken(ctx, c); err != nil {
+		return nil, err
+	}
 	sts := &appsv1.StatefulSet{}
 	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: render.StatefulSetName(c)}, sts); {
 	case err == nil:
@@ -135,7 +145,7 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		targets := map[int32]peerclient.Target{}
 		for ordinal, p := range o.peers {
 			if !p.Terminating && p.IP != "" && p.HTTPPort > 0 {
-				targets[ordinal] = peerclient.Target{IP: p.IP, Port: p.HTTPPort}
+				targets[ordinal] = peerclient.Target{IP: p.IP, Port: p.HTTPPort, Token: o.httpToken}
 			}
 		}
 		r.Peers.Read(ctx, o.state, targets, o.now, fingerprint)

@@ -154,6 +154,9 @@ func (r *NameServerClusterReconciler) pass(c *v1alpha1.NameServerCluster, o *obs
 	var stsAfter *appsv1.StatefulSet
 	var refused [3]bool
 	res.problems = append(res.problems, d.targetProblems...)
+	if o.httpTokenProblem != nil {
+		res.problems = append(res.problems, *o.httpTokenProblem)
+	}
 	for _, w := range r.writes(c, o, d) {
 		if d.holdLists && (w.kind == writeAddresses || w.kind == deleteAddressCopy) {
 			continue

@@ -29,11 +29,12 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx})
+	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx, token: o.httpToken})
 	if err != nil || res.deferred != "" {
 		return ctrl.Result{}, err
 	}
 	r.warnTransitions(c, res.old, res.status, res.problems)
+	r.warnExposure(c, o.now)
 	r.recordMetrics(c, res.dec, res.published, o.now)
 	return ctrl.Result{RequeueAfter: r.requeueAfter(c, o, res.dec, res.problems)}, nil
 }

@@ -115,7 +115,8 @@ var _ = Describe("Operator safety", func() {
 	It("gives every peer an external Service and publishes the addresses once they are known", func() {
 		newCluster(ns, "ext", withReplicas(2), func(c *v1alpha1.NameServerCluster) {
 			c.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalLoadBalancer,
-				Annotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}
+				Annotations:              map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+				LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
 		})
 		readyPods(ns, "ext", 0, 1)
 		settleStatefulSet(ns, "ext")

@@ -125,11 +125,15 @@ const (
 	// (a ResourceQuota, an admission webhook, a permission); the operator
 	// retries with back-off.
 	RefusalAPIServer ConditionReason = "APIServerRefused"
+	// RefusalHTTPToken: the Secret <name>-http-token holds no token the
+	// peers would accept; the operator cannot change Secrets, so it must
+	// be deleted for the operator to create a new one.
+	RefusalHTTPToken ConditionReason = "HTTPTokenInvalid"
 )
 
 // RefusalReasons are every Refusal* reason. The alert on standing refusals
 // (NamesrvSpecRefused) lists them.
-var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer}
+var RefusalReasons = []ConditionReason{RefusalNotOwned, RefusalTarget, RefusalInvalid, RefusalConfigInvalid, RefusalAPIServer, RefusalHTTPToken}
 
 // Reasons of the events about a NameServerCluster. Warnings about refused
 // parts of the spec use the Refusal* reasons (RefusalEvent), and holds of a
@@ -147,8 +151,12 @@ const (
 	EventKVConfigCorrected  EventReason = "KVConfigCorrected"
 	EventKVConfigDrift      EventReason = "KVConfigDrift"
 	EventManagerTookOver    EventReason = "ManagerTookOver"
-	EventScaleDownHeld      EventReason = EventReason(ReasonScaleDownHeld)
-	EventRolloutPaused      EventReason = EventReason(ReasonRolloutPaused)
+	// EventExposedUnauthenticated: spec.externalAccess exposes the
+	// remoting port outside the cluster with nothing limiting who reaches
+	// it (allowUnauthenticated).
+	EventExposedUnauthenticated EventReason = "ExposedUnauthenticated"
+	EventScaleDownHeld          EventReason = EventReason(ReasonScaleDownHeld)
+	EventRolloutPaused          EventReason = EventReason(ReasonRolloutPaused)
 )
 
 // RefusalEvent is the reason of the Warning event about a refusal: the

@@ -92,6 +92,10 @@ const AnnotationAcceptPublishFrom = "rocketmq.kube-namesrv.io/accept-publish-fro
 // +kubebuilder:validation:XValidation:rule="!has(self.hostNetwork) || !self.hostNetwork || !has(self.dnsPolicy) || self.dnsPolicy != 'ClusterFirst'",message="dnsPolicy ClusterFirst with hostNetwork resolves names with the node's DNS, not the cluster's: use ClusterFirstWithHostNet (or leave dnsPolicy unset), or Default to mean the node's"
 //
 // +kubebuilder:validation:XValidation:rule="has(self.storage) == has(oldSelf.storage) && (!has(self.storage) || self.storage == oldSelf.storage)",message="spec.storage cannot be changed after creation: a StatefulSet's volume claim templates are immutable; create a new NameServerCluster instead"
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || (has(self.externalAccess.allowUnauthenticated) && self.externalAccess.allowUnauthenticated) || (has(self.externalAccess.loadBalancerSourceRanges) && size(self.externalAccess.loadBalancerSourceRanges) > 0) || (has(self.tls) && has(self.tls.mode) && self.tls.mode == 'Enforcing' && has(self.tls.clientAuth) && self.tls.clientAuth == 'Require')",message="externalAccess exposes the remoting port outside the cluster, where anyone who reaches it may register brokers and write the KV config: set externalAccess.loadBalancerSourceRanges, or tls.mode Enforcing with tls.clientAuth Require, or externalAccess.allowUnauthenticated true to expose it anyway"
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.authorization) || !((has(self.authorization.broker) && has(self.authorization.broker.identities) && size(self.authorization.broker.identities) > 0) || (has(self.authorization.admin) && has(self.authorization.admin.identities) && size(self.authorization.admin.identities) > 0) || (has(self.authorization.read) && has(self.authorization.read.identities) && size(self.authorization.read.identities) > 0)) || (has(self.tls) && has(self.tls.clientAuth) && self.tls.clientAuth != 'None')",message="authorization grants by client certificate, which the NameServer verifies only with tls.clientAuth Optional or Require: set spec.tls.clientAuth, or grant by networks only"
 type NameServerClusterSpec struct {
 	// Replicas is the number of NameServer peers.
 	// +kubebuilder:default=3
@@ -149,6 +153,7 @@ type NameServerClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('configStorePath' in self)",message="config.configStorePath is set by the operator: the stored config lives on the data volume, see spec.storage"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9_.-]{0,127}$'))",message="config keys must be Java property names: a letter, then up to 127 letters, digits, '.', '_' or '-'"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k.startsWith('tls.server.'))",message="config tls.server.* keys are set by the operator: use spec.tls instead"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k.startsWith('authz') || k.startsWith('httpAuth'))",message="config authz* and httpAuth* keys are set by the operator: use spec.authorization instead"
 	// +optional
 	Config map[string]ConfigValue `json:"config,omitempty"`
 
@@ -202,7 +207,7 @@ type NameServerClusterSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:XValidation:rule="!self.exists(v, v.name in ['config', 'namesrv-addr', 'namesrv-broker-addr', 'namesrv-kv', 'data', 'tmp', 'tls', 'tls-client-ca'])",message="volumes cannot use the operator's volume names: config, namesrv-addr, namesrv-broker-addr, namesrv-kv, data, tmp, tls, tls-client-ca"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(v, v.name in ['config', 'namesrv-addr', 'namesrv-broker-addr', 'namesrv-kv', 'data', 'tmp', 'tls', 'tls-client-ca', 'http-token'])",message="volumes cannot use the operator's volume names: config, namesrv-addr, namesrv-broker-addr, namesrv-kv, data, tmp, tls, tls-client-ca, http-token"
 	// +optional
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
@@ -368,12 +373,107 @@ type NameServerClusterSpec struct {
 	// TLS serves TLS on the remoting port with the certificate of a Secret.
 	// The Secrets are mounted whole, so the kubelet refreshes their files
 	// and a renewed certificate is served on the next connection without
-	// restarting any pod. The operator never reads them (it has no access
-	// to Secrets): a missing Secret or key keeps the pods from starting, and
+	// restarting any pod. The operator never reads them (it may read only
+	// Secrets it knows the name of, and reads only its own token Secret):
+	// a missing Secret or key keeps the pods from starting, and
 	// their events say why. Without tls the remoting port is plain only;
 	// the HTTP port (probes, metrics, address server) is plain either way.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Authorization narrows down who may do what on the NameServers
+	// (docs/security.md). Without it the peers serve every request of
+	// everyone who reaches them, as the Java NameServer does. Setting or
+	// changing it rolls the pods: the NameServer reads these properties at
+	// start.
+	// +optional
+	Authorization *AuthorizationSpec `json:"authorization,omitempty"`
+}
+
+// HTTPAuthScope says which endpoints of the HTTP port need a credential.
+// +kubebuilder:validation:Enum=None;Writes;All
+type HTTPAuthScope string
+
+// The HTTP auth scopes.
+const (
+	// HTTPAuthNone: every endpoint is open, as without spec.authorization.
+	HTTPAuthNone HTTPAuthScope = "None"
+	// HTTPAuthWrites: POST /routes/gate and POST /kv/declared/apply need a
+	// credential.
+	HTTPAuthWrites HTTPAuthScope = "Writes"
+	// HTTPAuthAll: /metrics and /routes/summary need one too. Health and
+	// the address server stay open.
+	HTTPAuthAll HTTPAuthScope = "All"
+)
+
+// AuthorizationSpec is rendered into the NameServer's authz* and httpAuth*
+// properties. Each request code belongs to one role (broker, admin or
+// read); a peer holds a role when its verified client certificate matches
+// one of the role's identities or its source address is in one of the
+// role's networks.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.enable) || !self.enable || (has(self.broker) && ((has(self.broker.identities) && size(self.broker.identities) > 0) || (has(self.broker.networks) && size(self.broker.networks) > 0))) || (has(self.admin) && ((has(self.admin.identities) && size(self.admin.identities) > 0) || (has(self.admin.networks) && size(self.admin.networks) > 0))) || (has(self.read) && ((has(self.read.identities) && size(self.read.identities) > 0) || (has(self.read.networks) && size(self.read.networks) > 0)))",message="authorization.enable with no identity or network granted refuses every request of every broker and client: grant at least one role"
+type AuthorizationSpec struct {
+	// Enable authorizes every remoting request by role (authzEnable);
+	// false serves every peer everything, as Java does, while the HTTP
+	// port still follows httpAuthScope.
+	// +optional
+	Enable bool `json:"enable,omitempty"`
+
+	// Broker is granted to brokers: register, unregister, heartbeats.
+	// +kubebuilder:default={}
+	// +optional
+	Broker RoleGrants `json:"broker,omitempty"`
+
+	// Admin is granted to admin tools: KV writes and deletes, config
+	// updates, write permissions, topic deletion.
+	// +kubebuilder:default={}
+	// +optional
+	Admin RoleGrants `json:"admin,omitempty"`
+
+	// Read is granted to producers and consumers: routes, cluster info, KV
+	// and config reads. Broker and admin include it.
+	// +kubebuilder:default={}
+	// +optional
+	Read RoleGrants `json:"read,omitempty"`
+
+	// BrokerNameOwnership: the first certificate identity to register a
+	// broker name owns it while its group is live; registrations of that
+	// name by other identities are refused (authzBrokerNameOwnership).
+	// +optional
+	BrokerNameOwnership bool `json:"brokerNameOwnership,omitempty"`
+
+	// HTTPAuthScope says which endpoints of the HTTP port need a bearer
+	// token or a client certificate. With Writes or All the operator
+	// creates the Secret <name>-http-token with a random token, mounts it
+	// into the peers and presents it itself.
+	// +kubebuilder:default=Writes
+	// +optional
+	HTTPAuthScope HTTPAuthScope `json:"httpAuthScope,omitempty"`
+}
+
+// RoleGrants are the identities and networks granted one role.
+type RoleGrants struct {
+	// Identities are client-certificate patterns: cn:NAME (subject common
+	// name), dns:NAME (DNS SAN) or uri:NAME (URI SAN, e.g. a SPIFFE ID),
+	// each with at most one '*'. They count only when spec.tls.clientAuth
+	// is Optional or Require.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^(?i:cn|dns|uri):[^\s,]+$`
+	// +optional
+	Identities []string `json:"identities,omitempty"`
+
+	// Networks are source networks, as CIDR prefixes (10.244.0.0/16,
+	// fd00::/8) or single addresses. A peer behind a Service that does not
+	// keep the client's address shows the node's or the load balancer's.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.all(n, isCIDR(n) || isIP(n))",message="authorization networks must be CIDR prefixes (10.0.0.0/8) or IP addresses"
+	// +optional
+	Networks []string `json:"networks,omitempty"`
 }
 
 // TLSMode says which connections the remoting port accepts once it has a
@@ -537,6 +637,8 @@ const (
 )
 
 // ExternalAccessSpec configures one Service per peer, <name>-<ordinal>-external.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerSourceRanges) || size(self.loadBalancerSourceRanges) == 0 || !has(self.type) || self.type == 'LoadBalancer'",message="externalAccess.loadBalancerSourceRanges limits load balancers only, not node ports: use type LoadBalancer, or remove the ranges"
 type ExternalAccessSpec struct {
 	// Type of the per-peer Services.
 	// +kubebuilder:default=LoadBalancer
@@ -560,6 +662,25 @@ type ExternalAccessSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	NodePortHost string `json:"nodePortHost,omitempty"`
+
+	// LoadBalancerSourceRanges limit which client networks may reach the
+	// per-peer Services of type LoadBalancer (the Service field of that
+	// name, enforced by the cloud's balancer or kube-proxy). Node ports
+	// are not limited by it, so type NodePort refuses it.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.all(n, isCIDR(n))",message="externalAccess.loadBalancerSourceRanges must be CIDR prefixes, such as 203.0.113.0/24"
+	// +optional
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+
+	// AllowUnauthenticated exposes the remoting port outside the cluster
+	// although nothing limits who reaches it: no loadBalancerSourceRanges
+	// and no enforced client-certificate TLS. Anyone who reaches it can
+	// then register brokers under real names and write the KV config. The
+	// operator records a Warning event while it is set and needed.
+	// +optional
+	AllowUnauthenticated bool `json:"allowUnauthenticated,omitempty"`
 }
 
 // VolumeClaimTemplate describes the PersistentVolumeClaim of each peer.

@@ -36,10 +36,13 @@ type Client interface {
 	ApplyKV(ctx context.Context, target Target) (*peerstatus.KVStatus, error)
 }
 
-// Target is where a peer's HTTP side listens.
+// Target is where a peer's HTTP side listens, and the credential it wants.
 type Target struct {
 	IP   string
 	Port int32
+	// Token, when set, is sent as "Authorization: Bearer <token>": the
+	// cluster's spec.authorization puts endpoints behind it.
+	Token string
 }
 
 func (t Target) base() string {
@@ -98,6 +101,9 @@ func (h *HTTP) do(ctx context.Context, method string, t Target, path string, in,
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", peerstatus.ContentType)
+	}
+	if t.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.Token)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

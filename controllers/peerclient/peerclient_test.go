@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kube-namesrv/kube-namesrv/namesrv/httpapi"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 
 	// Accepts the flags of TestSimulation: go test ./controllers/... -seed N.
@@ -165,5 +168,61 @@ func TestObserverCadence(t *testing.T) {
 	o.Forget(name)
 	if o.Clusters() != 0 {
 		t.Error("Forget() kept the state")
+	}
+}
+
+// TestHTTPBearerToken runs the client against a peer that checks
+// credentials the way the NameServer's HTTP port does (its bearer parser
+// and token file), every endpoint behind the token as under
+// spec.authorization.httpAuthScope All: the client's token opens all three
+// endpoints the operator calls, and a missing or wrong one is an error
+// that says why.
+func TestHTTPBearerToken(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("s3cret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := httpapi.NewTokenFile(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		token, err := httpapi.ParseBearer(r.Header.Get("Authorization"))
+		if err != nil || !tokens.Accept(token) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case peerstatus.SummaryPath, peerstatus.GatePath:
+			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1"})
+		case peerstatus.KVApplyPath:
+			json.NewEncoder(w).Encode(peerstatus.KVStatus{InSync: true})
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	c := NewHTTP(2 * time.Second)
+	calls := map[string]func(Target) error{
+		"summary": func(t Target) error { _, err := c.Summary(ctx, t); return err },
+		"gate":    func(t Target) error { _, err := c.OpenGate(ctx, t, peerstatus.GateRequest{}); return err },
+		"kv":      func(t Target) error { _, err := c.ApplyKV(ctx, t); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			withToken := target
+			withToken.Token = "s3cret-token"
+			if err := call(withToken); err != nil {
+				t.Errorf("with the token: %v", err)
+			}
+			for _, token := range []string{"", "another"} {
+				other := target
+				other.Token = token
+				err := call(other)
+				if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
+					t.Errorf("with token %q: error %v, want HTTP 401", token, err)
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,12 +60,64 @@ func Properties(c *v1alpha1.NameServerCluster) string {
 	for k, v := range c.Spec.Config {
 		props[k] = string(v)
 	}
+	maps.Copy(props, AuthorizationProperties(c))
 	list := make([]config.Property, 0, len(props))
 	for k, v := range props {
 		list = append(list, config.Property{Key: k, Value: v})
 	}
 	b.Write(config.FormatProperties(list))
 	return b.String()
+}
+
+// AuthorizationProperties are the authz* and httpAuth* properties of
+// spec.authorization; none without it, so that clusters that do not use it
+// keep their properties, and their pods, across an operator upgrade. The
+// API server refuses these keys in spec.config, so nothing here overrides
+// a user's value.
+func AuthorizationProperties(c *v1alpha1.NameServerCluster) map[string]string {
+	a := c.Spec.Authorization
+	if a == nil {
+		return nil
+	}
+	props := map[string]string{
+		"authzEnable":   strconv.FormatBool(a.Enable),
+		"httpAuthScope": strings.ToLower(string(HTTPAuthScope(c))),
+	}
+	for key, list := range map[string][]string{
+		"authzBrokerIdentities": a.Broker.Identities, "authzBrokerNetworks": a.Broker.Networks,
+		"authzAdminIdentities": a.Admin.Identities, "authzAdminNetworks": a.Admin.Networks,
+		"authzReadIdentities": a.Read.Identities, "authzReadNetworks": a.Read.Networks,
+	} {
+		if len(list) > 0 {
+			props[key] = strings.Join(list, ",")
+		}
+	}
+	if a.BrokerNameOwnership {
+		props["authzBrokerNameOwnership"] = "true"
+	}
+	if HTTPTokenEnabled(c) {
+		props["httpAuthTokenFile"] = HTTPTokenDir + "/" + HTTPTokenKey
+	}
+	return props
+}
+
+// HTTPAuthScope is spec.authorization.httpAuthScope, None without
+// spec.authorization and Writes (the API default) when empty.
+func HTTPAuthScope(c *v1alpha1.NameServerCluster) v1alpha1.HTTPAuthScope {
+	switch {
+	case c.Spec.Authorization == nil:
+		return v1alpha1.HTTPAuthNone
+	case c.Spec.Authorization.HTTPAuthScope == "":
+		return v1alpha1.HTTPAuthWrites
+	}
+	return c.Spec.Authorization.HTTPAuthScope
+}
+
+// HTTPTokenEnabled tells whether the peers need the bearer token of the
+// Secret HTTPTokenSecretName: when some endpoint the operator calls needs a
+// credential.
+func HTTPTokenEnabled(c *v1alpha1.NameServerCluster) bool {
+	return HTTPAuthScope(c) != v1alpha1.HTTPAuthNone
 }
 
 // ConfigChecksum identifies the rendered properties; it is a pod template

@@ -47,6 +47,9 @@ func ExternalService(c *v1alpha1.NameServerCluster, ordinal int32, oldRemoting [
 	if typ == corev1.ServiceTypeLoadBalancer && ea.LoadBalancerClass != nil {
 		spec.WithLoadBalancerClass(*ea.LoadBalancerClass)
 	}
+	if typ == corev1.ServiceTypeLoadBalancer && len(ea.LoadBalancerSourceRanges) > 0 {
+		spec.WithLoadBalancerSourceRanges(ea.LoadBalancerSourceRanges...)
+	}
 	svc := corev1ac.Service(ExternalServiceName(c, ordinal), c.Namespace).
 		WithLabels(Labels(c)).
 		WithOwnerReferences(ownerReference(c)).
@@ -91,4 +94,20 @@ func ExternalAddress(c *v1alpha1.NameServerCluster, svc *corev1.Service, hostIP 
 		}
 	}
 	return ""
+}
+
+// ExposedUnauthenticated tells whether spec.externalAccess exposes the
+// remoting port outside the cluster with nothing limiting who reaches it
+// and what they may do: no source ranges on a load balancer, and no TLS
+// that enforces client certificates. The API server accepts that only with
+// allowUnauthenticated, and the operator warns about it.
+func ExposedUnauthenticated(c *v1alpha1.NameServerCluster) bool {
+	ea := c.Spec.ExternalAccess
+	if ea == nil {
+		return false
+	}
+	ranges := len(ea.LoadBalancerSourceRanges) > 0 && ea.Type != v1alpha1.ExternalNodePort
+	t := c.Spec.TLS
+	mTLS := t != nil && t.Mode == v1alpha1.TLSEnforcing && t.ClientAuth == v1alpha1.TLSClientAuthRequire
+	return !ranges && !mTLS
 }

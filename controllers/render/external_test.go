@@ -24,6 +24,7 @@ func TestExternalService(t *testing.T) {
 		wantPolicy      corev1.ServiceExternalTrafficPolicy
 		wantClass       *string
 		wantAnnotations map[string]string
+		wantRanges      []string
 	}{
 		{
 			name: "load balancer by default", remoting: 9876, ordinal: 0,
@@ -50,6 +51,19 @@ func TestExternalService(t *testing.T) {
 			access:   v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalNodePort, NodePortHost: "nodes.example.com", LoadBalancerClass: ptr.To("lb.example/internal")},
 			remoting: 9876, ordinal: 1,
 			wantType: corev1.ServiceTypeNodePort, wantPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+		},
+		{
+			name:     "load balancer limited to source ranges",
+			access:   v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalLoadBalancer, LoadBalancerSourceRanges: []string{"203.0.113.0/24", "2001:db8::/32"}},
+			remoting: 9876, ordinal: 0,
+			wantType: corev1.ServiceTypeLoadBalancer, wantPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			wantRanges: []string{"203.0.113.0/24", "2001:db8::/32"},
+		},
+		{
+			name:     "no source ranges on a node port, which they would not limit",
+			access:   v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalNodePort, LoadBalancerSourceRanges: []string{"203.0.113.0/24"}},
+			remoting: 9876, ordinal: 0,
+			wantType: corev1.ServiceTypeNodePort, wantPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 		},
 	}
 	for _, tt := range tests {
@@ -88,6 +102,9 @@ func TestExternalService(t *testing.T) {
 			}
 			if s.ClusterIP != "" || len(s.ExternalIPs) != 0 || s.HealthCheckNodePort != 0 {
 				t.Errorf("clusterIP=%q externalIPs=%v healthCheckNodePort=%d: fields the API server owns were set", s.ClusterIP, s.ExternalIPs, s.HealthCheckNodePort)
+			}
+			if !slices.Equal(s.LoadBalancerSourceRanges, tt.wantRanges) {
+				t.Errorf("loadBalancerSourceRanges = %v, want %v", s.LoadBalancerSourceRanges, tt.wantRanges)
 			}
 			if !maps.Equal(svc.Annotations, tt.wantAnnotations) {
 				t.Errorf("annotations = %v, want %v", svc.Annotations, tt.wantAnnotations)
@@ -165,6 +182,38 @@ func TestExternalAddress(t *testing.T) {
 			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.ExternalAccess = tt.access })
 			if got := ExternalAddress(c, tt.svc, tt.hostIP); got != tt.want {
 				t.Errorf("ExternalAddress() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExposedUnauthenticated(t *testing.T) {
+	lb := &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalLoadBalancer}
+	lbRanges := &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalLoadBalancer, LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+	np := &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalNodePort}
+	npRanges := &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalNodePort, LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+	mTLS := &v1alpha1.TLSSpec{SecretName: "s", Mode: v1alpha1.TLSEnforcing, ClientAuth: v1alpha1.TLSClientAuthRequire}
+	tests := []struct {
+		name   string
+		access *v1alpha1.ExternalAccessSpec
+		tls    *v1alpha1.TLSSpec
+		want   bool
+	}{
+		{"no external access", nil, nil, false},
+		{"a load balancer open to all", lb, nil, true},
+		{"a load balancer with source ranges", lbRanges, nil, false},
+		{"a node port: nothing limits it", np, nil, true},
+		{"a node port's ranges limit nothing", npRanges, nil, true},
+		{"a node port with enforced client certificates", np, mTLS, false},
+		{"permissive TLS lets plain peers in", lb, &v1alpha1.TLSSpec{SecretName: "s", Mode: v1alpha1.TLSPermissive, ClientAuth: v1alpha1.TLSClientAuthRequire}, true},
+		{"optional client certificates let anyone in", lb, &v1alpha1.TLSSpec{SecretName: "s", Mode: v1alpha1.TLSEnforcing, ClientAuth: v1alpha1.TLSClientAuthOptional}, true},
+		{"enforced client certificates", lb, mTLS, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster(func(c *v1alpha1.NameServerCluster) { c.Spec.ExternalAccess, c.Spec.TLS = tt.access, tt.tls })
+			if got := ExposedUnauthenticated(c); got != tt.want {
+				t.Errorf("ExposedUnauthenticated = %v, want %v", got, tt.want)
 			}
 		})
 	}

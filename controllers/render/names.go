@@ -47,6 +47,9 @@ const (
 	KVDir               = "/etc/namesrv-kv"
 	KVKey               = "kvConfig.json"
 	TLSDir              = "/etc/namesrv-tls"
+	HTTPTokenDir        = "/etc/namesrv-http-token"
+	HTTPTokenKey        = "token"
+	HTTPTokenVolume     = "http-token"
 	ClientCADir         = "/etc/namesrv-tls-client-ca"
 	DataDir             = "/var/lib/namesrv"
 	TmpDir              = "/tmp"
@@ -117,6 +120,10 @@ func LegacyConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name +
 
 // KVConfigMapName holds the declared-KV file rendered from spec.kvConfig.
 func KVConfigMapName(c *v1alpha1.NameServerCluster) string { return c.Name + "-kv" }
+
+// HTTPTokenSecretName holds the bearer token the operator presents to the
+// peers' HTTP port and the peers accept (spec.authorization.httpAuthScope).
+func HTTPTokenSecretName(c *v1alpha1.NameServerCluster) string { return c.Name + "-http-token" }
 
 // ExternalServiceName is the per-peer Service of spec.externalAccess.
 func ExternalServiceName(c *v1alpha1.NameServerCluster, ordinal int32) string {

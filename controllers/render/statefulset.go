@@ -347,6 +347,9 @@ func namesrvContainer(c *v1alpha1.NameServerCluster, o Options, extraPorts []int
 			ctr.WithVolumeMounts(corev1ac.VolumeMount().WithName(ClientCAVolume).WithMountPath(ClientCADir).WithReadOnly(true))
 		}
 	}
+	if HTTPTokenEnabled(c) {
+		ctr.WithVolumeMounts(corev1ac.VolumeMount().WithName(HTTPTokenVolume).WithMountPath(HTTPTokenDir).WithReadOnly(true))
+	}
 	if c.Spec.ImagePullPolicy != "" {
 		ctr.WithImagePullPolicy(c.Spec.ImagePullPolicy)
 	}
@@ -403,6 +406,12 @@ func volumes(c *v1alpha1.NameServerCluster) []*corev1ac.VolumeApplyConfiguration
 			vols = append(vols, corev1ac.Volume().WithName(ClientCAVolume).
 				WithSecret(corev1ac.SecretVolumeSource().WithSecretName(secret)))
 		}
+	}
+	// Not in the checksum either: a new token reaches the running peers
+	// through the kubelet's refresh of the volume, and namesrv re-reads it.
+	if HTTPTokenEnabled(c) {
+		vols = append(vols, corev1ac.Volume().WithName(HTTPTokenVolume).
+			WithSecret(corev1ac.SecretVolumeSource().WithSecretName(HTTPTokenSecretName(c))))
 	}
 	return vols
 }

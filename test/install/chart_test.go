@@ -13,10 +13,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -329,6 +331,9 @@ func checkEveryValue(t *testing.T, objs []*unstructured.Unstructured) {
 	sameAs(t, "nameserver.podSecurityContext", s.PodSecurityContext, valueAs[*corev1.PodSecurityContext](t, values, "nameserver", "podSecurityContext"))
 	sameAs(t, "nameserver.securityContext", s.ContainerSecurityContext, valueAs[*corev1.SecurityContext](t, values, "nameserver", "securityContext"))
 	sameAs(t, "nameserver.tls", s.TLS, valueAs[*v1alpha1.TLSSpec](t, values, "nameserver", "tls"))
+	checkNetworkPolicies(t, objs, d)
+	sameAs(t, "nameserver.authorization", s.Authorization, valueAs[*v1alpha1.AuthorizationSpec](t, values, "nameserver", "authorization"))
+	sameAs(t, "nameserver.externalAccess", s.ExternalAccess, valueAs[*v1alpha1.ExternalAccessSpec](t, values, "nameserver", "externalAccess"))
 	sameAs(t, "nameserver.publish.targets", s.Publish.Targets, valueAs[[]v1alpha1.PublishTarget](t, values, "nameserver", "publish", "targets"))
 	if s.Storage == nil || s.Storage.VolumeClaimTemplate == nil ||
 		ptr.Deref(s.Storage.VolumeClaimTemplate.Spec.StorageClassName, "") != "fast-ssd" ||
@@ -629,4 +634,49 @@ func selects(selector, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// checkNetworkPolicies checks the NameServer NetworkPolicy of
+// nameserver-values.yaml: one per listed namespace, selecting the
+// NameServer pods only; the remoting port open to the listed namespaces
+// and networks and the NameServers' own namespace; the HTTP port to the
+// operator's pods, the monitoring namespace and, for the address server,
+// the remoting sources.
+func checkNetworkPolicies(t *testing.T, objs []*unstructured.Unstructured, operator *appsv1.Deployment) {
+	t.Helper()
+	nsIs := func(name string) networkingv1.NetworkPolicyPeer {
+		return networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": name}}}
+	}
+	samePods := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{}}
+	tcp := corev1.ProtocolTCP
+	port := func(name string) []networkingv1.NetworkPolicyPort {
+		return []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString(name)), Protocol: &tcp}}
+	}
+	operatorPods := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: nsIs(operator.Namespace).NamespaceSelector,
+		PodSelector:       &metav1.LabelSelector{MatchLabels: operator.Spec.Selector.MatchLabels},
+	}
+	want := networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{render.LabelName: render.AppName, render.LabelManagedBy: render.ManagedBy}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{Ports: port("remoting"), From: []networkingv1.NetworkPolicyPeer{samePods, nsIs("brokers"), nsIs("apps"),
+				{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24"}}}},
+			{Ports: port("http"), From: []networkingv1.NetworkPolicyPeer{operatorPods, samePods, nsIs("brokers"), nsIs("apps"), nsIs("observability")}},
+		},
+	}
+	policies := objectsOf(objs, "NetworkPolicy")
+	var namespaces []string
+	for _, o := range policies {
+		np := typed[networkingv1.NetworkPolicy](t, o)
+		namespaces = append(namespaces, np.Namespace)
+		sameAs(t, "NetworkPolicy "+np.Namespace+"/"+np.Name, np.Spec, want)
+	}
+	sameAs(t, "NetworkPolicy namespaces", namespaces, []string{"rocketmq", "rocketmq-edge"})
+	// The operator's pods are the ones the policy lets reach the HTTP port.
+	for k, v := range operator.Spec.Selector.MatchLabels {
+		if operator.Spec.Template.Labels[k] != v {
+			t.Errorf("operator pods lack the label %s=%s the NetworkPolicy selects them by", k, v)
+		}
+	}
 }

@@ -71,7 +71,13 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 				checkAccess(ctx, t, sa, groups, d.Namespace, "coordination.k8s.io", "leases", "update", true)
 				checkAccess(ctx, t, sa, groups, "", "", "namespaces", "list", c.namespacesClusterWide)
 				checkAccess(ctx, t, sa, groups, "", "rbac.authorization.k8s.io", "clusterroles", "create", false)
-				checkAccess(ctx, t, sa, groups, c.clusterNS, "", "secrets", "get", false)
+				// Secrets: the HTTP token Secret is read by name and
+				// created, nothing else.
+				checkAccess(ctx, t, sa, groups, c.clusterNS, "", "secrets", "get", true)
+				checkAccess(ctx, t, sa, groups, c.clusterNS, "", "secrets", "create", true)
+				for _, verb := range []string{"list", "watch", "update", "patch", "delete"} {
+					checkAccess(ctx, t, sa, groups, c.clusterNS, "", "secrets", verb, false)
+				}
 				checkAccess(ctx, t, sa, groups, c.clusterNS, "apps", "deployments", "create", false)
 				if c.unwatched != "" {
 					checkAccess(ctx, t, sa, groups, c.unwatched, "", "configmaps", "list", false)
