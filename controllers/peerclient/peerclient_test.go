@@ -195,9 +195,9 @@ func TestHTTPBearerToken(t *testing.T) {
 		}
 		switch r.URL.Path {
 		case peerstatus.SummaryPath, peerstatus.GatePath:
-			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1"})
+			_ = json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1"})
 		case peerstatus.KVApplyPath:
-			json.NewEncoder(w).Encode(peerstatus.KVStatus{InSync: true})
+			_ = json.NewEncoder(w).Encode(peerstatus.KVStatus{InSync: true})
 		default:
 			http.NotFound(w, r)
 		}
