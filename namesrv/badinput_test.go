@@ -42,7 +42,7 @@ func TestBadRequestsGetAnErrorAndChangeNothing(t *testing.T) {
 	goodBody, _ := body.EncodeRegisterBody(&body.RegisterBody{DataVersion: body.DataVersion{Counter: 5}, Topics: []body.TopicConfig{brokersim.Topic("X", 1), brokersim.Topic("Y", 1)}, FilterServers: []string{}}, body.Broker4, false)
 	var bomb bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&bomb, zlib.BestCompression)
-	zw.Write(make([]byte, 2<<20))
+	_, _ = zw.Write(make([]byte, 2<<20))
 	zw.Close()
 	reg := func(data []byte, extra ...string) (int32, []byte, []string) {
 		ext := []string{"brokerName", "evil", "brokerAddr", "6.6.6.6:1", "clusterName", "c", "brokerId", "0", "haServerAddr", "6.6.6.6:2", "compressed", "false", "bodyCrc32", crcOf(data)}

@@ -90,7 +90,7 @@ func TestRocketMQClientGo(t *testing.T) {
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Shutdown()
+	defer func() { _ = p.Shutdown() }()
 	sent := map[string]int{}
 	for range 6 {
 		res, err := p.SendSync(ctx, primitive.NewMessage("TopicTest", []byte("hello")))

@@ -62,7 +62,7 @@ func TestHealthzFailsWhileTheRemotingServerIsHung(t *testing.T) {
 		h.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s.Shutdown(ctx)
+		_ = s.Shutdown(ctx)
 	})
 	healthz := func() (int, string) {
 		resp, err := http.Get("http://" + s.HTTPAddr().String() + "/healthz")

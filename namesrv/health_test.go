@@ -65,7 +65,7 @@ func TestHealthzFailsWhileTheRouteTableIsLocked(t *testing.T) {
 		release()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s.Shutdown(ctx)
+		_ = s.Shutdown(ctx)
 	})
 	if code, text := get(t, s, "/healthz"); code != 200 || text != "ok\n" {
 		t.Fatalf("healthy: %d %q", code, text)

@@ -66,7 +66,9 @@ func kvStatus(t *testing.T, s *namesrv.Server) peerstatus.KVStatus {
 func TestDeclaredKV(t *testing.T) {
 	dir := t.TempDir()
 	cm := filepath.Join(dir, "kv")
-	os.Mkdir(cm, 0o755)
+	if err := os.Mkdir(cm, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	file := filepath.Join(cm, "kvConfig.json")
 	first := kvFile(t, peerstatus.KVFile{Policy: peerstatus.PolicyExclusive,
 		ConfigTable: map[string]map[string]string{protocol.NamespaceOrderTopicConfig: {"T": "broker-a:4"}, "APP": {"a": "1"}}})
@@ -149,7 +151,9 @@ func TestDeclaredKV(t *testing.T) {
 func TestDeclaredKVFileCorruptAtStart(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "kv.json")
-	os.WriteFile(file, []byte(`{"policy":"Owned","configTable":{`), 0o644)
+	if err := os.WriteFile(file, []byte(`{"policy":"Owned","configTable":{`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s := startServer(t, func(c *config.Config) { c.KVDeclaredFile = file })
 	if code, _ := get(t, s, "/readyz"); code != 200 {
 		t.Fatalf("a corrupt declared-KV file kept the server unready: %d", code)

@@ -125,13 +125,13 @@ func TestEveryLimitIsEnforcedCountedAndLogged(t *testing.T) {
 		{remoting.LimitFrameMaxLength, "frame_too_large", func(c *config.Config) { c.FrameMaxLength = 1024 },
 			func(t *testing.T, s *runningServer) net.Conn {
 				nc := rawDial(t, s.Server)
-				nc.Write(binary.BigEndian.AppendUint32(nil, 5000))
+				_, _ = nc.Write(binary.BigEndian.AppendUint32(nil, 5000))
 				return nc
 			}},
 		{remoting.LimitReadTimeout, "read_timeout", func(c *config.Config) { c.FrameReadTimeoutMillis = 200 },
 			func(t *testing.T, s *runningServer) net.Conn {
 				nc := rawDial(t, s.Server)
-				nc.Write(routeRequest(1, "T")[:9])
+				_, _ = nc.Write(routeRequest(1, "T")[:9])
 				return nc
 			}},
 		{remoting.LimitHandshakeTimeout, "handshake_timeout", func(c *config.Config) {
@@ -144,7 +144,7 @@ func TestEveryLimitIsEnforcedCountedAndLogged(t *testing.T) {
 				Topics: []body.TopicConfig{brokersim.Topic("T", 8), brokersim.Topic("U", 8)}})
 			mustRegister(t, b, s.Addr().String())
 			nc := rawDial(t, s.Server)
-			nc.SetReadBuffer(4096)
+			_ = nc.SetReadBuffer(4096)
 			// Ask for routes and never read them; the writes stop once
 			// the server has closed the connection.
 			go func() {

@@ -36,7 +36,7 @@ func TestRecordKeptWhileTheGateIsClosed(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s.Shutdown(ctx)
+		_ = s.Shutdown(ctx)
 	})
 	poll := func(what string, cond func() bool) {
 		t.Helper()

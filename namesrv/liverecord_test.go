@@ -161,7 +161,9 @@ func TestUnreadableGateRecord(t *testing.T) {
 			if file == "" {
 				file = recordPath(cfg)
 			}
-			os.MkdirAll(filepath.Dir(file), 0o755)
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(file, []byte(`{"recordedAt":"2025-01-01T00:00:00Z","brokers":[{"cluster":`), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "rocketmq.kube-namesrv.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // SA1019: kubebuilder's layout; replacing it changes how every kind registers
 
 	// AddToScheme adds this package's kinds to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

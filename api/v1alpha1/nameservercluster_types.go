@@ -76,8 +76,8 @@ const (
 	IPsConfigMapSuffix    = "-ips"
 )
 
-// AnnotationAcceptPublishFrom, on a Namespace, lists the NameServerClusters
-// allowed to publish their address ConfigMaps into it through
+// AnnotationAcceptPublishFrom is the annotation of a Namespace that lists
+// the NameServerClusters allowed to publish their address ConfigMaps into it through
 // spec.publish.targets, as comma-separated <namespace>/<name> entries;
 // <namespace>/* allows every cluster of that namespace. Without it, the
 // operator refuses to write into another namespace: publishing there lets a

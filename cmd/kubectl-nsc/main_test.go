@@ -72,7 +72,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting envtest:", err)
 		return 1
 	}
-	defer testEnv.Stop()
+	defer func() { _ = testEnv.Stop() }()
 	dir, err := os.MkdirTemp("", "kubectl-nsc-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

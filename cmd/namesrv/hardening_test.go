@@ -36,7 +36,7 @@ type namesrvProcess struct {
 // kill sends SIGKILL and waits until the process is gone, so that no write
 // of it can land afterwards.
 func (p *namesrvProcess) kill() {
-	p.cmd.Process.Kill()
+	_ = p.cmd.Process.Kill()
 	<-p.exited
 }
 
@@ -53,7 +53,7 @@ func startNamesrv(t *testing.T, env []string, args ...string) *namesrvProcess {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	go func() { _ = cmd.Wait(); close(exited) }()
 	p := &namesrvProcess{addr: "127.0.0.1:" + port, cmd: cmd, exited: exited, stderr: &stderr}
 	t.Cleanup(p.kill)
 	addr := p.addr

@@ -72,9 +72,13 @@ func TestPrintConfig(t *testing.T) {
 func TestBadConfigurationIsAClearError(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.properties")
-	os.WriteFile(bad, []byte("listenPort=nine\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("listenPort=nine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	corrupt := filepath.Join(dir, "kv.json")
-	os.WriteFile(corrupt, []byte("{not json"), 0o644)
+	if err := os.WriteFile(corrupt, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		code int
@@ -107,14 +111,16 @@ func TestJavaPropertiesFileAndSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
 	props := filepath.Join(dir, "namesrv.properties")
-	os.WriteFile(props, []byte(fmt.Sprintf(`# a namesrv.properties as mqnamesrv -c reads it
+	if err := os.WriteFile(props, []byte(fmt.Sprintf(`# a namesrv.properties as mqnamesrv -c reads it
 rocketmqHome=/opt/rocketmq
 kvConfigPath=%s/kv/kvConfig.json
 listenPort = %d
 orderMessageEnable=true
 serverWorkerThreads=16
 someFutureJavaKey=1
-`, dir, port)), 0o644)
+`, dir, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	httpPort := freePort(t)
 	cmd := command(t, "-c", props, "--bind-address", "127.0.0.1", "--log-format", "json", "--http-port", strconv.Itoa(httpPort))
 	stderr, err := cmd.StderrPipe()
@@ -124,7 +130,7 @@ someFutureJavaKey=1
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	defer func() { _ = cmd.Process.Kill() }()
 	logs := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)

@@ -95,15 +95,15 @@ func startPeers(t testing.TB, n int, args ...string) []peer {
 		}
 		exited := make(chan struct{})
 		go func() {
-			cmd.Wait()
+			_ = cmd.Wait()
 			close(exited)
 		}()
 		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-exited:
 			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
+				_ = cmd.Process.Kill()
 				<-exited
 				t.Errorf("namesrv on %d did not stop on SIGTERM", port)
 			}
@@ -604,7 +604,7 @@ func TestFailuresAreExplained(t *testing.T) {
 	}
 	t.Cleanup(func() { silent.Close() })
 	go serve(silent, func(c net.Conn) {
-		io.Copy(io.Discard, c)
+		_, _ = io.Copy(io.Discard, c)
 	})
 	// A server of another protocol: it answers a frame whose serialize
 	// type is neither JSON nor ROCKETMQ.
@@ -618,8 +618,8 @@ func TestFailuresAreExplained(t *testing.T) {
 		if _, err := io.ReadFull(c, hdr[:]); err != nil {
 			return
 		}
-		c.Write([]byte{0, 0, 0, 6, 7, 0, 0, 2, '{', '}'})
-		io.Copy(io.Discard, c)
+		_, _ = c.Write([]byte{0, 0, 0, 6, 7, 0, 0, 2, '{', '}'})
+		_, _ = io.Copy(io.Discard, c)
 	})
 
 	// An HTTP server that answers what it cannot parse.
@@ -629,7 +629,7 @@ func TestFailuresAreExplained(t *testing.T) {
 	}
 	t.Cleanup(func() { web.Close() })
 	go serve(web, func(c net.Conn) {
-		c.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
+		_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
 	})
 
 	tests := []struct {

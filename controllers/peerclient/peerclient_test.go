@@ -40,16 +40,16 @@ func TestHTTP(t *testing.T) {
 	target := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == peerstatus.SummaryPath:
-			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1", Counts: peerstatus.Counts{Brokers: 1}})
+			_ = json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1", Counts: peerstatus.Counts{Brokers: 1}})
 		case r.Method == http.MethodPost && r.URL.Path == peerstatus.GatePath:
 			if r.Header.Get("Content-Type") != peerstatus.ContentType {
 				http.Error(w, "content type", http.StatusBadRequest)
 				return
 			}
-			json.NewDecoder(r.Body).Decode(&gotGate)
-			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1", Gate: peerstatus.Gate{Enabled: true, Open: true}})
+			_ = json.NewDecoder(r.Body).Decode(&gotGate)
+			_ = json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1", Gate: peerstatus.Gate{Enabled: true, Open: true}})
 		case r.Method == http.MethodPost && r.URL.Path == peerstatus.KVApplyPath:
-			json.NewEncoder(w).Encode(peerstatus.KVStatus{Digest: "d", InSync: true})
+			_ = json.NewEncoder(w).Encode(peerstatus.KVStatus{Digest: "d", InSync: true})
 		default:
 			http.NotFound(w, r)
 		}
@@ -195,9 +195,9 @@ func TestHTTPBearerToken(t *testing.T) {
 		}
 		switch r.URL.Path {
 		case peerstatus.SummaryPath, peerstatus.GatePath:
-			json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1"})
+			_ = json.NewEncoder(w).Encode(peerstatus.Summary{BootID: "b1"})
 		case peerstatus.KVApplyPath:
-			json.NewEncoder(w).Encode(peerstatus.KVStatus{InSync: true})
+			_ = json.NewEncoder(w).Encode(peerstatus.KVStatus{InSync: true})
 		default:
 			http.NotFound(w, r)
 		}

@@ -133,7 +133,7 @@ func DefaultContainerSecurityContext() *corev1.SecurityContext {
 // CPU is mostly route queries at up to 2.6 µs each: 200m serves about
 // 80,000 a second. There is no CPU limit, so a restart storm (1,000 brokers
 // of 1,000 topics: about 6 s of one core) bursts instead of being
-// throttled. README.md, "Size a NameServerCluster", has the larger sizes.
+// throttled. docs/operator.md, "Size a NameServerCluster", has the larger sizes.
 func DefaultResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{

@@ -188,7 +188,7 @@ func Convert(ns *unstructured.Unstructured, o Options) (*Result, error) {
 	r.dnsPolicy(spec, c)
 	c.Resources = spec.Resources
 	if len(spec.Resources.Limits)+len(spec.Resources.Requests) > 0 {
-		r.note("spec.resources", "Sized for the Java NameServer's JVM. namesrv needs far less (about 10 MiB plus 0.8 KiB per topic entry; the README's \"Size a NameServerCluster\" has the table), and its GOMEMLIMIT follows the memory limit.")
+		r.note("spec.resources", "Sized for the Java NameServer's JVM. namesrv needs far less (about 10 MiB plus 0.8 KiB per topic entry; docs/operator.md, \"Size a NameServerCluster\", has the table), and its GOMEMLIMIT follows the memory limit.")
 	}
 	r.storage(spec, c)
 	r.env(spec.Env, c)

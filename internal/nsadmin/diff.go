@@ -290,10 +290,10 @@ func (r *diffReport) table(w io.Writer) {
 		compared += ", configuration"
 	}
 	n := len(r.answered())
-	switch {
-	case r.Differences == 0:
+	switch r.Differences {
+	case 0:
 		fmt.Fprintf(w, "\nNo differences among %d NameServers (%s).\n", n, compared)
-	case r.Differences == 1:
+	case 1:
 		fmt.Fprintf(w, "\n1 difference among %d NameServers (%s).\n", n, compared)
 	default:
 		fmt.Fprintf(w, "\n%d differences among %d NameServers (%s).\n", r.Differences, n, compared)

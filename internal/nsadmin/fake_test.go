@@ -38,13 +38,13 @@ func startFake(t *testing.T, f fakeNamesrv) string {
 	s := remoting.NewServer(f, remoting.Config{})
 	done := make(chan struct{})
 	go func() {
-		s.Serve(l)
+		_ = s.Serve(l)
 		close(done)
 	}()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		s.Shutdown(ctx)
+		_ = s.Shutdown(ctx)
 		<-done
 	})
 	return l.Addr().String()

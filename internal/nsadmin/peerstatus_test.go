@@ -49,7 +49,7 @@ func listenSamePort(t *testing.T, ips ...string) (int, []net.Listener) {
 func serveHTTP(t *testing.T, l net.Listener, h http.HandlerFunc) {
 	t.Helper()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { srv.Close() })
 }
 
@@ -60,7 +60,7 @@ func summaryHandler(s peerstatus.Summary) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Type", peerstatus.ContentType)
-		json.NewEncoder(w).Encode(s)
+		_ = json.NewEncoder(w).Encode(s)
 	}
 }
 

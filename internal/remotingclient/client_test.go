@@ -38,11 +38,11 @@ func serve(t *testing.T) string {
 	}
 	srv := remoting.NewServer(echo{}, remoting.Config{})
 	done := make(chan struct{})
-	go func() { srv.Serve(l); close(done) }()
+	go func() { _ = srv.Serve(l); close(done) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 		<-done
 	})
 	return l.Addr().String()
@@ -98,8 +98,8 @@ func TestAnswerOverTheLimitEndsTheConnection(t *testing.T) {
 	go func() {
 		// Swallow the request, then answer with an impossible length.
 		buf := make([]byte, 1024)
-		server.Read(buf)
-		server.Write(binary.BigEndian.AppendUint32(nil, 64<<20+1))
+		_, _ = server.Read(buf)
+		_, _ = server.Write(binary.BigEndian.AppendUint32(nil, 64<<20+1))
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -120,11 +120,11 @@ func TestDialTLSPresentsTheClientCertificate(t *testing.T) {
 		Certificates: []tls.Certificate{ca.Server(t).TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool(),
 	}})
 	done := make(chan struct{})
-	go func() { srv.Serve(l); close(done) }()
+	go func() { _ = srv.Serve(l); close(done) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 		<-done
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -141,7 +141,7 @@ func TestCompressedInflatesToTheDocumentedLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	var raw bytes.Buffer
-	raw.ReadFrom(zr)
+	_, _ = raw.ReadFrom(zr)
 	// docs/protocol.md#test-vectors
 	want := []byte("\x00\x00\x00\x38{\"counte")
 	if !bytes.HasPrefix(raw.Bytes(), want) {
@@ -156,7 +156,7 @@ func zlibOf(t testing.TB, raw []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&out, zlib.BestCompression)
-	zw.Write(raw)
+	_, _ = zw.Write(raw)
 	zw.Close()
 	return out.Bytes()
 }
@@ -284,9 +284,9 @@ func FuzzDecodeCompressed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var out bytes.Buffer
 		zw := zlib.NewWriter(&out)
-		zw.Write(raw)
+		_, _ = zw.Write(raw)
 		zw.Close()
-		DecodeRegisterBody(out.Bytes(), RegisterOptions{Compressed: true, Version: protocol.V5_3_3})
+		_, _ = DecodeRegisterBody(out.Bytes(), RegisterOptions{Compressed: true, Version: protocol.V5_3_3})
 	})
 }
 

@@ -31,7 +31,7 @@ func newHandler(o Options) *Handler {
 		o.Ready = func() (bool, string) { return true, "" }
 	}
 	if o.Metrics == nil {
-		o.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# no metrics\n") })
+		o.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "# no metrics\n") })
 	}
 	if o.AddressFile == nil {
 		o.AddressFile = func() string { return "" }
@@ -214,8 +214,12 @@ func TestHealthzRunsTheLivenessCheckWithADeadline(t *testing.T) {
 func TestBrokerSubGroup(t *testing.T) {
 	dir := t.TempDir()
 	clients, brokers := filepath.Join(dir, "clients"), filepath.Join(dir, "brokers")
-	os.WriteFile(clients, []byte("10.0.0.1:9876;10.0.0.2:9876\n"), 0o644)
-	os.WriteFile(brokers, []byte("10.0.0.1:9876;10.0.0.2:9876;10.0.0.3:9876\n"), 0o644)
+	if err := os.WriteFile(clients, []byte("10.0.0.1:9876;10.0.0.2:9876\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(brokers, []byte("10.0.0.1:9876;10.0.0.2:9876;10.0.0.3:9876\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	brokerFile := ""
 	h := newHandler(Options{AddressFile: func() string { return clients }, BrokerAddressFile: func() string { return brokerFile }})
 	get := func(sub string) (int, string) {

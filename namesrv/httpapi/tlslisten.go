@@ -131,9 +131,9 @@ func refusePlain(c net.Conn, timeout time.Duration) {
 		return
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.CloseWrite()
+		_ = tc.CloseWrite() // best effort: the close below ends the connection anyway
 	}
-	io.CopyN(io.Discard, c, 256<<10)
+	_, _ = io.CopyN(io.Discard, c, 256<<10) // until the client closes, errs or the deadline passes
 }
 
 // Accept returns the next connection whose first byte has arrived.

@@ -28,11 +28,11 @@ func serveSniffing(t *testing.T, ca *tlstest.CA, enforce bool, timeout time.Dura
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case r.TLS == nil:
-				io.WriteString(w, "plain")
+				_, _ = io.WriteString(w, "plain")
 			case len(r.TLS.VerifiedChains) > 0:
-				io.WriteString(w, "tls "+r.TLS.PeerCertificates[0].Subject.CommonName)
+				_, _ = io.WriteString(w, "tls "+r.TLS.PeerCertificates[0].Subject.CommonName)
 			default:
-				io.WriteString(w, "tls")
+				_, _ = io.WriteString(w, "tls")
 			}
 		}),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -346,7 +346,9 @@ func TestCorruptFileKeepsTheLastDeclaration(t *testing.T) {
 	}
 	// Hand drift is still judged against the declaration in force.
 	v := "hand"
-	fx.store.Put("NS", "k", &v)
+	if err := fx.store.Put("NS", "k", &v); err != nil {
+		t.Fatal(err)
+	}
 	if st := fx.d.Status(); !reflect.DeepEqual(st.Drift, []peerstatus.KVDrift{drift("NS", "k", peerstatus.DriftDiffers)}) {
 		t.Fatalf("drift %v", st.Drift)
 	}

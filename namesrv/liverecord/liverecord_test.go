@@ -95,7 +95,9 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("missing file: %+v, %v", rec, err)
 	}
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`{"recordedAt":`), 0o644)
+	if err := os.WriteFile(bad, []byte(`{"recordedAt":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if rec, err := Load(bad); rec != nil || err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("corrupt file: %+v, %v", rec, err)
 	}
@@ -107,7 +109,9 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(good, data, 0o644)
+	if err := os.WriteFile(good, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := Load(good)
 	if err != nil || rec == nil || !slices.Equal(rec.Brokers, []peerstatus.BrokerKey{key("a:1"), key("b:1")}) || rec.RecordedAt.Unix() != 1700000000 {
 		t.Fatalf("good file: %+v, %v", rec, err)
@@ -163,7 +167,9 @@ func load(t *testing.T, path string) *peerstatus.GateRecord {
 func TestRecorderWaitsForACompleteTable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	prev := []byte(`{"recordedAt":"2025-03-04T05:06:07Z","brokers":[{"cluster":"c","addr":"a:1"},{"cluster":"c","addr":"b:1"}]}` + "\n")
-	os.WriteFile(path, prev, 0o644)
+	if err := os.WriteFile(path, prev, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	synctest.Test(t, func(t *testing.T) {
 		tb := &fakeTable{}
 		tb.set(key("a:1"))
@@ -239,7 +245,9 @@ func TestRecorderSkipsThePreviousSetAndWritesAtStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prev := &peerstatus.GateRecord{RecordedAt: time.Now().Add(-time.Hour), Brokers: []peerstatus.BrokerKey{key("a:1")}}
 		data, _ := Encode(*prev)
-		os.WriteFile(path, data, 0o644)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		tb := &fakeTable{}
 		tb.complete.Store(true)
 		tb.set(key("a:1"))
@@ -279,7 +287,9 @@ func TestRecorderThatNeverRanWritesNothing(t *testing.T) {
 func TestRecorderRetriesAFailedWrite(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "sub")
-	os.WriteFile(blocker, nil, 0o644) // a file where the record's directory must be
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil { // a file where the record's directory must be
+		t.Fatal(err)
+	}
 	path := filepath.Join(blocker, FileName)
 	synctest.Test(t, func(t *testing.T) {
 		tb := &fakeTable{}
@@ -306,7 +316,9 @@ func TestNewRemovesTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	tmp := filepath.Join(dir, FileName+".tmp-123")
-	os.WriteFile(tmp, []byte("{"), 0o644)
+	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	New(Options{Path: path, Live: func() []peerstatus.BrokerKey { return nil }, Complete: func() bool { return false }})
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("temporary file left: %v", err)

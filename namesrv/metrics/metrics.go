@@ -39,16 +39,6 @@ import (
 
 const namespace = "rocketmq_namesrv"
 
-// requestNames are the request codes the NameServer answers (authz.Codes);
-// anything else is counted as "other".
-var requestNames = func() map[int32]string {
-	m := make(map[int32]string, len(authz.Codes))
-	for _, c := range authz.Codes {
-		m[c.Code] = c.Name
-	}
-	return m
-}()
-
 // results are the response codes the NameServer produces, with their
 // names: the result label of requests_total.
 var results = [...]struct {

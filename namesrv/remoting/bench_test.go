@@ -79,8 +79,8 @@ func BenchmarkServePipelined(b *testing.B) {
 				b.Fatal(err)
 			}
 			s := NewServer(nopHandler{}, Config{})
-			go s.Serve(l)
-			defer s.Shutdown(context.Background())
+			go func() { _ = s.Serve(l) }()
+			defer func() { _ = s.Shutdown(context.Background()) }()
 			nc, err := net.Dial("tcp", l.Addr().String())
 			if err != nil {
 				b.Fatal(err)

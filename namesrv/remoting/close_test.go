@@ -134,7 +134,7 @@ func TestProbe(t *testing.T) {
 
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
-	ts.srv.Shutdown(sctx)
+	_ = ts.srv.Shutdown(sctx)
 	if err := ts.srv.Probe(sctx, 106); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("probe after shutdown: %v", err)
 	}

@@ -105,7 +105,7 @@ func (f *FrameReader) Next() ([]byte, error) {
 		f.inPlace = n
 		return b[4:], nil
 	}
-	f.br.Discard(4)
+	_, _ = f.br.Discard(4) // peeked above: the bytes are buffered
 	if p, ok := f.pooled(); ok && cap(p) >= total {
 		f.own = p
 	} else {
@@ -127,7 +127,7 @@ func (f *FrameReader) Next() ([]byte, error) {
 // registrations) releases as soon as the frame is handled.
 func (f *FrameReader) Release() {
 	if f.inPlace > 0 {
-		f.br.Discard(f.inPlace)
+		_, _ = f.br.Discard(f.inPlace) // peeked by Next: the bytes are buffered
 		f.inPlace = 0
 	}
 	if f.own != nil {

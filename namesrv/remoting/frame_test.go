@@ -122,8 +122,8 @@ func TestFrameReaderBeforeRead(t *testing.T) {
 	go func() {
 		// The first frame in two writes (it begins, then completes); the
 		// second with it, so it is read without blocking.
-		pw.Write(frames[:3])
-		pw.Write(frames[3:])
+		_, _ = pw.Write(frames[:3])
+		_, _ = pw.Write(frames[3:])
 		pw.Close()
 	}()
 	for range 2 {
@@ -165,7 +165,7 @@ func TestFrameReaderReady(t *testing.T) {
 
 	// A frame cut short is not ready, and Next reports the stream's end.
 	f = NewFrameReader(bufio.NewReader(bytes.NewReader(stream[:len(stream)-2])), 1<<10)
-	f.Next()
+	_, _ = f.Next()
 	if f.Ready() {
 		t.Fatal("a truncated frame is ready")
 	}

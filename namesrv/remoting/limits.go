@@ -30,7 +30,7 @@ var Limits = []Limit{LimitMaxConnections, LimitFrameMaxLength, LimitReadTimeout,
 // leaves no TIME_WAIT state behind on the server.
 func (s *Server) refuse(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+		_ = tc.SetLinger(0) // without it the close is graceful, which is correct too
 	}
 	s.violation(LimitMaxConnections, nc.RemoteAddr().String(), "refusing connection: too many connections",
 		"max", s.cfg.MaxConnections)

@@ -51,7 +51,7 @@ func TestMaxConnectionsRefusesTheExcess(t *testing.T) {
 	remote := "127.0.0.1:" // the port is known only if the dial completes before the reset
 	if nc, err := net.DialTimeout("tcp", ts.addr, 5*time.Second); err == nil {
 		over := &client{t: t, nc: nc, br: bufio.NewReader(nc)}
-		nc.Write(request(JSON, 105, 1, 0, ""))
+		_, _ = nc.Write(request(JSON, 105, 1, 0, ""))
 		over.expectClosed()
 		nc.Close()
 		remote = nc.LocalAddr().String()
@@ -78,9 +78,9 @@ func TestFrameReadTimeoutClosesSlowSenders(t *testing.T) {
 	large := binary.BigEndian.AppendUint32(nil, 100_000) // beyond the 4 KiB read buffer
 	large = append(large, request(JSON, 105, 1, 0, "")[4:]...)
 	tests := map[string]func(nc net.Conn){
-		"part of the length word": func(nc net.Conn) { nc.Write(frame[:2]) },
-		"part of the frame":       func(nc net.Conn) { nc.Write(frame[:10]) },
-		"part of a large frame":   func(nc net.Conn) { nc.Write(large) },
+		"part of the length word": func(nc net.Conn) { _, _ = nc.Write(frame[:2]) },
+		"part of the frame":       func(nc net.Conn) { _, _ = nc.Write(frame[:10]) },
+		"part of a large frame":   func(nc net.Conn) { _, _ = nc.Write(large) },
 		// One byte every 20 ms: never idle, never done.
 		"trickle": func(nc net.Conn) {
 			for _, b := range frame {
@@ -151,7 +151,7 @@ func TestWriteTimeoutClosesAClientThatDoesNotRead(t *testing.T) {
 	var logs logcapture.Buffer
 	h := newEchoHandler()
 	client, _ := pipeConn(t, h, Config{WriteTimeout: 100 * time.Millisecond, Observer: obs, Logger: logs.Logger(slog.LevelDebug)})
-	client.Write(request(JSON, 105, 1, 0, ""))
+	_, _ = client.Write(request(JSON, 105, 1, 0, ""))
 	select {
 	case <-h.closed:
 	case <-time.After(5 * time.Second):
@@ -170,7 +170,7 @@ func TestMaxInflightStopsReadingUntilAnswersAreWritten(t *testing.T) {
 		obs := &countingObserver{}
 		h := newEchoHandler()
 		pc, _ := pipeConn(t, h, Config{MaxInflight: max, Observer: obs})
-		go pc.Write(burst)
+		go func() { _, _ = pc.Write(burst) }()
 		waitFor(t, "the first requests", func() bool { return h.served.Load() == max })
 		time.Sleep(100 * time.Millisecond)
 		if got := h.served.Load(); got != max {
@@ -189,7 +189,7 @@ func TestMaxInflightStopsReadingUntilAnswersAreWritten(t *testing.T) {
 	t.Run("default bound is larger than the burst", func(t *testing.T) {
 		h := newEchoHandler()
 		pc, _ := pipeConn(t, h, Config{})
-		go pc.Write(burst)
+		go func() { _, _ = pc.Write(burst) }()
 		waitFor(t, "the whole burst to be served before any answer is read", func() bool { return h.served.Load() == n })
 	})
 }

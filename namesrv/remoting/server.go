@@ -200,10 +200,10 @@ func (s *Server) trackConn(nc net.Conn, internal bool) bool {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		if s.cfg.SocketSendBuffer > 0 {
-			tc.SetWriteBuffer(s.cfg.SocketSendBuffer)
+			_ = tc.SetWriteBuffer(s.cfg.SocketSendBuffer) // a size the kernel refuses leaves its default
 		}
 		if s.cfg.SocketReceiveBuffer > 0 {
-			tc.SetReadBuffer(s.cfg.SocketReceiveBuffer)
+			_ = tc.SetReadBuffer(s.cfg.SocketReceiveBuffer) // likewise
 		}
 	}
 	s.obs.ConnOpened()

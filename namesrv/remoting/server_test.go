@@ -64,8 +64,12 @@ func startServer(t *testing.T, h Handler, cfg Config) *testServer {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ts.srv.Shutdown(ctx)
-		<-ts.done
+		if err := ts.srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-ts.done; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve after Shutdown: %v", err)
+		}
 	})
 	return ts
 }
@@ -244,7 +248,7 @@ func TestLargestFrameIsAccepted(t *testing.T) {
 	}
 	// The server closes as soon as it reads the length word, so the write
 	// of the rest may fail; only the close matters.
-	c.nc.Write(request(JSON, 105, 2, 0, string(append(body, 0))))
+	_, _ = c.nc.Write(request(JSON, 105, 2, 0, string(append(body, 0))))
 	c.expectClosed()
 }
 
@@ -438,9 +442,9 @@ func FuzzConnStream(f *testing.F) {
 		if !s.track(server) {
 			t.Fatal("not tracked")
 		}
-		go io.Copy(io.Discard, client)
+		go func() { _, _ = io.Copy(io.Discard, client) }()
 		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
-		client.Write(stream)
+		_, _ = client.Write(stream)
 		client.Close()
 		select {
 		case <-h.closed:
@@ -467,7 +471,7 @@ func TestSocketBuffersAreApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rcv int
-	raw.Control(func(fd uintptr) { rcv, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) })
+	_ = raw.Control(func(fd uintptr) { rcv, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) })
 	// Linux doubles the value asked for, to account for its bookkeeping.
 	if rcv != 64<<10 {
 		t.Fatalf("SO_RCVBUF = %d, want 65536 (twice the 32 KiB asked for)", rcv)

@@ -166,7 +166,7 @@ func TestHandshakeTimeoutFreesSilentConnections(t *testing.T) {
 	cfg := &tls.Config{Certificates: []tls.Certificate{ca.Server(t).TLS}}
 	hello := func(nc net.Conn) {
 		// The start of a ClientHello, then nothing.
-		nc.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01})
+		_, _ = nc.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01})
 	}
 	tests := map[string]struct {
 		mode TLSMode

@@ -73,11 +73,11 @@ func topics(specs ...string) []body.TopicConfig {
 		var tc body.TopicConfig
 		f := strings.Split(s, ":")
 		tc.Name = []byte(f[0])
-		fmt.Sscan(f[1], &tc.ReadQueueNums)
-		fmt.Sscan(f[2], &tc.WriteQueueNums)
-		fmt.Sscan(f[3], &tc.Perm)
+		_, _ = fmt.Sscan(f[1], &tc.ReadQueueNums)
+		_, _ = fmt.Sscan(f[2], &tc.WriteQueueNums)
+		_, _ = fmt.Sscan(f[3], &tc.Perm)
 		if len(f) > 4 {
-			fmt.Sscan(f[4], &tc.TopicSysFlag)
+			_, _ = fmt.Sscan(f[4], &tc.TopicSysFlag)
 		}
 		out = append(out, tc)
 	}

@@ -108,8 +108,8 @@ func (b *Broker) Close() {
 	b.DropConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	b.server.Shutdown(ctx)
-	<-b.served
+	_ = b.server.Shutdown(ctx) // past the deadline it closes what is left: nothing to do either way
+	<-b.served                 //nolint:errcheck // waits for Serve to return, which after Shutdown is ErrServerClosed
 }
 
 // DropConnections closes the connections to every NameServer.

@@ -216,15 +216,6 @@ func (s clusterSpec) manifest(name string) (string, error) {
 	return text, nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // applyCluster creates a NameServerCluster in a new namespace with
 // `kubectl apply`, and waits until its n peers are ready and published.
 func applyCluster(ctx context.Context, t *testing.T, name string, spec clusterSpec) nsc {
@@ -421,7 +412,7 @@ func eventuallyRoutes(ctx context.Context, t *testing.T, addrs []string) {
 const brokerName = "broker-e2e"
 
 // broker is a broker simulator configured only from the broker ConfigMap,
-// as the README tells brokers to be: every round it reads namesrvAddr again
+// as docs/operator.md tells brokers to be: every round it reads namesrvAddr again
 // (a broker with the ConfigMap mounted re-reads it, one using the address
 // server's brokers subgroup re-fetches it; one with envFrom would need a
 // restart) and registers with each listed NameServer. It records every
@@ -531,14 +522,6 @@ func (b *broker) round(ctx context.Context, c nsc) {
 			b.regs[names[i]] = append(b.regs[names[i]], now)
 		}
 	}
-}
-
-// registeredBefore tells whether a registration with addr succeeded before t.
-func (b *broker) registeredBefore(addr string, t time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rs := b.regs[addr]
-	return len(rs) > 0 && rs[0].Before(t)
 }
 
 // registeredAfter tells whether a registration with addr succeeded after t.

@@ -139,15 +139,6 @@ func firstListWith(vs []configMapVersion, addr string) *configMapVersion {
 	return nil
 }
 
-func firstListOfLength(vs []configMapVersion, n int) *configMapVersion {
-	for i := range vs {
-		if len(splitList(vs[i].data[v1alpha1.NamesrvAddrKey])) == n {
-			return &vs[i]
-		}
-	}
-	return nil
-}
-
 // TestAddressServerRefresh: a client that resolves the NameServer list
 // through the address server (rocketmq-client-go's HttpResolver, the Go
 // twin of Java's rocketmq.namesrv.domain) sees each new list without any

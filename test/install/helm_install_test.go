@@ -17,7 +17,7 @@ import (
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 )
 
-// TestHelmInstall installs and uninstalls the chart for real, as the README
+// TestHelmInstall installs and uninstalls the chart for real, as docs/operator.md
 // says, against a cluster that serves the monitoring API: helm finds it by
 // discovery, and NOTES.txt tells how to wire brokers.
 func TestHelmInstall(t *testing.T) {
@@ -88,7 +88,7 @@ func TestHelmInstall(t *testing.T) {
 	}
 }
 
-// TestCRDUpgradeCommand runs the README's CRD upgrade command on a CRD that
+// TestCRDUpgradeCommand runs docs/operator.md's CRD upgrade command on a CRD that
 // an older chart installed: helm created it (field manager "helm") and
 // `helm upgrade` never touches it.
 func TestCRDUpgradeCommand(t *testing.T) {
@@ -120,7 +120,7 @@ func TestCRDUpgradeCommand(t *testing.T) {
 		t.Errorf("without --force-conflicts, kubectl should report a conflict with helm's fields, got %v", err)
 	}
 	if _, err := run(ctx, kubectlBin, "--kubeconfig", adminKubeconfig, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
-		t.Fatalf("the README's upgrade command: %v", err)
+		t.Fatalf("docs/operator.md's upgrade command: %v", err)
 	}
 	if err := k8s.Get(ctx, key, crd); err != nil {
 		t.Fatal(err)

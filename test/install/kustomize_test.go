@@ -36,7 +36,7 @@ func TestConfigDefault(t *testing.T) {
 	ctx := testContext(t)
 	objs := kustomize(ctx, t, "default")
 	dryRunApply(ctx, t, objs)
-	// The README's command itself, whose client-side apply also stores each
+	// docs/operator.md's command itself, whose client-side apply also stores each
 	// object in an annotation that must stay under the API server's limit.
 	if _, err := run(ctx, kubectlBin, "--kubeconfig", adminKubeconfig, "apply", "-k", filepath.Join(repoRoot, "config", "default"), "--dry-run=server"); err != nil {
 		t.Error(err)

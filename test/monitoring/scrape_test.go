@@ -77,28 +77,6 @@ func scrapeURL(t *testing.T, url string) scrape {
 	return fams
 }
 
-// has tells whether a family has a series with the given label values.
-func (s scrape) has(name string, labels map[string]string) bool {
-	f := s[name]
-	if f == nil {
-		return false
-	}
-	for _, m := range f.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range labels {
-			match = match && got[k] == v
-		}
-		if match {
-			return true
-		}
-	}
-	return false
-}
-
 // addTo records the scrape's series names, labels and label values as a
 // query sees them: a histogram is its _bucket (with le), _sum and _count
 // series, a summary its own (with quantile), _sum and _count. The scrape

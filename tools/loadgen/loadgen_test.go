@@ -84,7 +84,9 @@ func TestLoadsAgainstARealServer(t *testing.T) {
 
 	keep, stop := context.WithCancel(ctx)
 	defer stop()
-	go (&RegisterStorm{Addr: addr, Brokers: 1, TopicsPerBroker: 10, SharedTopics: true, Interval: time.Minute, Generation: body.Broker4}).Run(keep)
+	go func() {
+		_, _ = (&RegisterStorm{Addr: addr, Brokers: 1, TopicsPerBroker: 10, SharedTopics: true, Interval: time.Minute, Generation: body.Broker4}).Run(keep)
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.Routes().Stats().Topics != 10 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)

@@ -315,7 +315,7 @@ func (s *sweep) memoryPoint(ctx context.Context, tg *target, brokers, per int, s
 		return 0, 0, "", fmt.Errorf("storm ended before its rounds: %w", err)
 	case <-ctx.Done():
 		release()
-		<-result
+		<-result //nolint:errcheck // cancelled: ctx's error says why
 		return 0, 0, "", ctx.Err()
 	}
 	// Let the last answers' buffers return and the scavenger settle.
@@ -416,7 +416,7 @@ func (s *sweep) registerPoint(ctx context.Context, tg *target, topics int, newVe
 		return nil, fmt.Errorf("registrations ended early: %w (usage: %v)", err, usageErr)
 	case <-ctx.Done():
 		release()
-		<-held
+		<-held //nolint:errcheck // cancelled: ctx's error says why
 		return nil, ctx.Err()
 	}
 	release()

@@ -106,7 +106,9 @@ func TestQuickSweep(t *testing.T) {
 	}
 
 	doc := filepath.Join(t.TempDir(), "bench.md")
-	os.WriteFile(doc, []byte("# before\n"+reportBegin+"\nstale\n"+reportEnd+"\nafter\n"), 0o644)
+	if err := os.WriteFile(doc, []byte("# before\n"+reportBegin+"\nstale\n"+reportEnd+"\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := run([]string{"-mode", "plot", "-out", dir, "-doc", doc}, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,9 @@ func TestCurvesRefuseBadRequests(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "storm curve") {
 		t.Errorf("a storm past its timeout: %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, "route.csv"), []byte("table_topics,p99_us\n1000,x\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "route.csv"), []byte("table_topics,p99_us\n1000,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := run([]string{"-mode", "plot", "-out", dir}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "column") {
 		t.Errorf("a CSV lacking columns: %v", err)
 	}

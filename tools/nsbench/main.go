@@ -189,7 +189,7 @@ func setup(ctx context.Context, o *options) (topics []string, wait func(), err e
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return topics, func() { <-done }, nil
+	return topics, func() { <-done }, nil //nolint:errcheck // the setup brokers are only stopped: how they end is no finding
 }
 
 func (o *options) routeLoad(topics []string) *loadgen.RouteLoad {

@@ -179,14 +179,14 @@ func (s *server) waitFirstAnswer(ctx context.Context, start time.Time, timeout t
 func (s *server) stop() {
 	pgid := s.cmd.Process.Pid
 	if s.pid > 0 && s.pid != pgid {
-		syscall.Kill(s.pid, syscall.SIGTERM)
+		_ = syscall.Kill(s.pid, syscall.SIGTERM) // it may be gone already: the wait below tells
 		if s.wait(func() bool { return !alive(s.pid) }, 10*time.Second) {
 			s.wait(s.done, 2*time.Second)
 		}
 	}
-	syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-pgid, syscall.SIGTERM) // likewise
 	if !s.wait(s.done, 10*time.Second) {
-		syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		s.wait(s.done, 5*time.Second)
 	}
 	os.RemoveAll(s.dir)

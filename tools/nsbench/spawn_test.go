@@ -163,7 +163,7 @@ func TestListenerPID(t *testing.T) {
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { other.Process.Kill(); other.Wait() }()
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
 	if _, err := listenerPID(other.Process.Pid, port); err == nil || !strings.Contains(err.Error(), "process group") {
 		t.Errorf("a group that does not listen: %v", err)
 	}

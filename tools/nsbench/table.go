@@ -32,9 +32,10 @@ func (t *table) add(cells ...string) {
 func (t *table) write(dir string) error {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
-	w.Write(t.columns)
-	w.WriteAll(t.rows)
-	if err := w.Error(); err != nil {
+	if err := w.Write(t.columns); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	if err := w.WriteAll(t.rows); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, t.name+".csv"), []byte(b.String()), 0o644); err != nil {

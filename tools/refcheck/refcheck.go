@@ -66,6 +66,9 @@ func scanned(path string) bool {
 var (
 	// mdLink is an inline Markdown link or image: [text](target).
 	mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	// codeSpan is inline code, where brackets and parentheses are text (a
+	// regular expression, say), never a link.
+	codeSpan = regexp.MustCompile("`[^`]*`")
 	// fileRef is a path-like mention of a Markdown file, of test data or
 	// of a shared/ directory. The character before it must not belong to a
 	// path, so a URL's tail is not taken for one.
@@ -181,7 +184,7 @@ func (c *checker) file(path string) error {
 		}
 		mentions := line
 		if isMD && !inFence {
-			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			for _, m := range mdLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, " "), -1) {
 				c.link(path, n, m[1])
 			}
 			mentions = mdLink.ReplaceAllString(line, " ")
