@@ -317,3 +317,16 @@ func TestSimulationReplays(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulationSeeds replays histories that once failed.
+func TestSimulationSeeds(t *testing.T) {
+	for _, seed := range []uint64{
+		// The manager uninstalled during an old port's drain, with status
+		// Stable: the other install deferred to it forever.
+		1796200080222721651, 1796200080222731651,
+	} {
+		if w := runHistory(seed, true); len(w.violations) > 0 {
+			t.Errorf("seed %d: %s\n%s", seed, w.violations[0], strings.Join(w.trace, "\n"))
+		}
+	}
+}
