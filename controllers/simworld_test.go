@@ -586,7 +586,10 @@ func (a *simActor) write(c *v1alpha1.NameServerCluster, d *decision, wr write) (
 	case writeKVConfig:
 		if file := string(d.kvFile); file != w.kvFile {
 			w.kvFile = file
-			for _, p := range w.pods {
+			// In ordinal order: each pod draws its lag from the history's
+			// random source, which a map's order would make unreplayable.
+			for _, ordinal := range sortedKeys(w.pods) {
+				p := w.pods[ordinal]
 				// The kubelet refreshes a mounted ConfigMap within 60-90 s.
 				lag := time.Duration(5+w.rng.IntN(85)) * time.Second
 				if w.kvLag {

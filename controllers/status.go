@@ -358,6 +358,11 @@ func progress(in statusInput, desired int32) (reason v1alpha1.ConditionReason, s
 		return v1alpha1.ReasonRollingOut, metav1.ConditionTrue, m
 	case len(d.plan.Waiting) > 0:
 		return v1alpha1.ReasonPublishing, metav1.ConditionTrue, fmt.Sprintf("%s join the client list once they serve", describeOrdinals(c, d.plan.Waiting))
+	case !d.portsUntil.IsZero():
+		// Not at rest: once the drain is over the template drops the old
+		// ports, and a second install defers to a manager at rest forever.
+		return v1alpha1.ReasonDraining, metav1.ConditionTrue, fmt.Sprintf("the pods keep serving the old ports %v until %s so readers follow the lists",
+			d.oldPorts, d.portsUntil.UTC().Format(time.RFC3339))
 	case problems != "":
 		return v1alpha1.ReasonBlocked, metav1.ConditionFalse, "cannot reach the spec: " + problems
 	}
