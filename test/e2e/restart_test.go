@@ -334,8 +334,8 @@ func judgeOutage(t *testing.T, queries []clientQuery, since time.Time, peers ...
 	var began, firstAnswer, lastFailure time.Time
 	peerAnswered := map[string]time.Time{}
 	for _, q := range queries {
-		switch {
-		case q.code == protocol.Success:
+		switch q.code {
+		case protocol.Success:
 			if !began.IsZero() {
 				if firstAnswer.IsZero() {
 					firstAnswer = q.at
@@ -344,7 +344,7 @@ func judgeOutage(t *testing.T, queries []clientQuery, since time.Time, peers ...
 					peerAnswered[q.peer] = q.at
 				}
 			}
-		case q.code == -1:
+		case -1:
 			failures++
 			if q.at.After(since) {
 				lastFailure = q.at

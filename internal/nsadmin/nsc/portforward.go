@@ -144,19 +144,22 @@ func apiForwarder(cfg *rest.Config) forwarder {
 			return nil, nil, err
 		case <-ctx.Done():
 			close(stop)
-			<-done
+			<-done //nolint:errcheck // stopped: ctx's error says why
 			return nil, nil, ctx.Err()
 		}
 		got, err := pf.GetPorts()
 		if err != nil {
 			close(stop)
-			<-done
+			<-done //nolint:errcheck // stopped: GetPorts's error says why
 			return nil, nil, err
 		}
 		out := map[int]int{}
 		for _, p := range got {
 			out[int(p.Remote)] = int(p.Local)
 		}
-		return out, func() { close(stop); <-done }, nil
+		return out, func() {
+			close(stop)
+			<-done //nolint:errcheck // the caller stopped it: its end is expected
+		}, nil
 	}
 }

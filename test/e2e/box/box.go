@@ -397,7 +397,7 @@ func (b *Box) StartKubelet(ctx context.Context) error {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(started.Truncate(time.Second)) {
 				for _, t := range n.Spec.Taints {
 					if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-						return fmt.Errorf("Ready, still tainted %s", t.Key)
+						return fmt.Errorf("ready, still tainted %s", t.Key)
 					}
 				}
 				return nil
