@@ -123,7 +123,10 @@ var _ = Describe("Authorization", func() {
 			g.Expect(secret.Labels).To(HaveKeyWithValue(render.LabelManagedBy, render.ManagedBy))
 			g.Expect(string(secret.Data[render.HTTPTokenKey])).To(MatchRegexp(`^[A-Za-z0-9_-]{43}$`))
 		}).Should(Succeed())
-		Expect(eventNotes(Default, ns, "tok")).To(ContainElement(ContainSubstring("created Secret " + ns + "/tok-http-token")))
+		// The event is recorded asynchronously, a moment after the Secret.
+		Eventually(func(g Gomega) {
+			g.Expect(eventNotes(g, ns, "tok")).To(ContainElement(ContainSubstring("created Secret " + ns + "/tok-http-token")))
+		}).Should(Succeed())
 
 		By("the StatefulSet mounts it and the properties name the mounted file")
 		Eventually(func(g Gomega) {

@@ -548,6 +548,8 @@ func TestKubeletStoppedForAMinute(t *testing.T) {
 	})
 	// The fault lasts a minute; meanwhile, watch the node go unready.
 	var unready time.Duration
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
 	for time.Since(stopped) < time.Minute {
 		n, err := cl.Clientset.CoreV1().Nodes().Get(ctx, box.NodeName, metav1.GetOptions{})
 		if err != nil {
@@ -558,7 +560,11 @@ func TestKubeletStoppedForAMinute(t *testing.T) {
 				unready = time.Since(stopped)
 			}
 		}
-		time.Sleep(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("watching the node while the kubelet is stopped: %v", ctx.Err())
+		case <-poll.C:
+		}
 	}
 	if err := cl.StartKubelet(ctx); err != nil {
 		t.Fatal(err)
