@@ -71,22 +71,39 @@ func (ch child) key() client.ObjectKey {
 
 // applyChild server-side applies one child with forced ownership, which also
 // restores any field we own that was edited by hand, and records an event
-// when the object was created or changed. A no-op apply changes nothing on
-// the server, so steady state causes no writes and no events.
+// when the object was created or changed. It applies nothing when the
+// cached object already holds the configuration (unchanged.go): steady
+// state sends no request at all. It tells whether it applied.
 //
 // An object of the same name that is not this cluster's is never taken
 // over: an apply would rewrite its fields and, through the owner reference,
 // let the garbage collector delete it with the cluster. The cache only holds
-// the operator's labelled objects, so a miss is confirmed with a live read.
-func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha1.NameServerCluster, ch child) (*problem, error) {
+// the operator's labelled objects, so a miss is confirmed with a live read:
+// the apply that follows creates the object, so a miss costs a write
+// anyway, and a child that exists is found in the cache.
+func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha1.NameServerCluster, ch child) (*problem, bool, error) {
 	key := ch.key()
 	found, err := r.getLive(ctx, key, ch.existing)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", ch.kind, key, err)
+		return nil, false, fmt.Errorf("reading %s %s: %w", ch.kind, key, err)
 	}
 	if found && !r.belongs(c, ch.existing) {
 		return &problem{Reason: v1alpha1.RefusalNotOwned, Retry: true, Related: ch.existing, Message: fmt.Sprintf(
-			"%s %s exists and is not this cluster's (%s); it is left alone: delete or rename it", ch.kind, key, ownerOf(ch.existing))}, nil
+			"%s %s exists and is not this cluster's (%s); it is left alone: delete or rename it", ch.kind, key, ownerOf(ch.existing))}, false, nil
+	}
+	digest, err := appliedDigest(ch.ac)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s %s: %w", ch.kind, key, err)
+	}
+	ch.meta.WithAnnotations(map[string]string{render.AnnotationApplied: digest})
+	if found {
+		same, err := holds(ch.existing, ch.ac, digest)
+		if err != nil {
+			return nil, false, fmt.Errorf("comparing %s %s with its configuration: %w", ch.kind, key, err)
+		}
+		if same {
+			return nil, false, nil
+		}
 	}
 	// Events name the child as their related object; events.k8s.io merges
 	// events that differ only in their note into one series, so without it
@@ -95,9 +112,9 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 	ch.existing.SetName(key.Name)
 	if err := r.Apply(ctx, ch.ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		if p, ok := refusal(err, ch.kind, key, ch.existing); ok {
-			return &p, nil
+			return &p, false, nil
 		}
-		return nil, fmt.Errorf("applying %s %s: %w", ch.kind, key, err)
+		return nil, false, fmt.Errorf("applying %s %s: %w", ch.kind, key, err)
 	}
 	switch {
 	case !found:
@@ -105,7 +122,7 @@ func (r *NameServerClusterReconciler) applyChild(ctx context.Context, c *v1alpha
 	case changed(ch.existing, ch.meta):
 		r.event(c, ch.existing, corev1.EventTypeNormal, v1alpha1.EventUpdated, "Update", "updated %s %s", ch.kind, key)
 	}
-	return nil, nil
+	return nil, true, nil
 }
 
 // getLive reads an object through the cache, and around it when the cache
@@ -115,6 +132,18 @@ func (r *NameServerClusterReconciler) getLive(ctx context.Context, key client.Ob
 	if apierrors.IsNotFound(err) {
 		err = r.APIReader.Get(ctx, key, into)
 	}
+	return foundOrErr(err)
+}
+
+// getCached reads an object through the cache only. Every child the
+// operator writes carries its managed-by label, so the cache holds all it
+// may delete: an object the cache does not hold is not one to delete.
+func (r *NameServerClusterReconciler) getCached(ctx context.Context, key client.ObjectKey, into client.Object) (bool, error) {
+	return foundOrErr(r.Get(ctx, key, into))
+}
+
+// foundOrErr turns a read's error into found, not found, or the error.
+func foundOrErr(err error) (bool, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -174,7 +203,7 @@ func changed(before client.Object, after *metav1ac.ObjectMetaApplyConfiguration)
 
 // deleteChild deletes an object of this cluster that is no longer wanted.
 func (r *NameServerClusterReconciler) deleteChild(ctx context.Context, c *v1alpha1.NameServerCluster, kind string, o client.Object, why string) error {
-	found, err := r.getLive(ctx, client.ObjectKeyFromObject(o), o)
+	found, err := r.getCached(ctx, client.ObjectKeyFromObject(o), o)
 	if err != nil || !found || !metav1.IsControlledBy(o, c) {
 		if err != nil {
 			return fmt.Errorf("reading %s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err)

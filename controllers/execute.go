@@ -112,7 +112,7 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 		}
 		ch = statefulSetChild(ac)
 	}
-	p, err := r.applyChild(ctx, c, ch)
+	p, applied, err := r.applyChild(ctx, c, ch)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -126,9 +126,12 @@ func (a apiActor) write(c *v1alpha1.NameServerCluster, d *decision, w write) (ou
 		return outcome{problem: p}, nil
 	}
 	if w.kind == writeStatefulSet {
-		sts, err := r.readStatefulSet(ctx, c)
-		if err != nil {
-			return outcome{}, err
+		// Not applied: the StatefulSet is as the cache holds it.
+		sts := ch.existing.(*appsv1.StatefulSet)
+		if applied {
+			if sts, err = r.readStatefulSet(ctx, c); err != nil {
+				return outcome{}, err
+			}
 		}
 		p, err := r.expandClaims(ctx, c, sts)
 		return outcome{sts: sts, problem: p}, err
@@ -152,7 +155,7 @@ func (r *NameServerClusterReconciler) readStatefulSet(ctx context.Context, c *v1
 // no destination uses any more.
 func (r *NameServerClusterReconciler) deleteAddressConfigMap(ctx context.Context, c *v1alpha1.NameServerCluster, key client.ObjectKey) error {
 	cm := &corev1.ConfigMap{}
-	found, err := r.getLive(ctx, key, cm)
+	found, err := r.getCached(ctx, key, cm)
 	if err != nil || !found {
 		if err != nil {
 			return fmt.Errorf("reading ConfigMap %s: %w", key, err)

@@ -149,8 +149,10 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		if len(r.Namespaces) > 0 || t.Namespace == c.Namespace {
 			continue
 		}
+		// Namespaces are watched when the operator may read them, and a
+		// namespace created later wakes the clusters that publish there.
 		ns := &corev1.Namespace{}
-		found, err := r.getLive(ctx, client.ObjectKey{Name: t.Namespace}, ns)
+		found, err := r.getCached(ctx, client.ObjectKey{Name: t.Namespace}, ns)
 		if err != nil {
 			return nil, fmt.Errorf("reading namespace %s: %w", t.Namespace, err)
 		}

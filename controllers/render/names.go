@@ -27,6 +27,11 @@ const (
 	// AnnotationConfigChecksum on the pod template changes with the rendered
 	// properties, so a config change rolls the pods.
 	AnnotationConfigChecksum = "rocketmq.kube-namesrv.io/config-checksum"
+	// AnnotationApplied on every child is the digest of the configuration
+	// the operator last applied to it: a pass that would apply the same
+	// configuration again, to an object that still holds it, applies
+	// nothing.
+	AnnotationApplied = "rocketmq.kube-namesrv.io/applied"
 	// LabelConfig marks a config ConfigMap with the checksum of the
 	// properties it holds: each revision of spec.config has a ConfigMap of
 	// its own, which the operator deletes once no pod mounts it.
