@@ -22,6 +22,8 @@ import (
 type apiActor struct {
 	r   *NameServerClusterReconciler
 	ctx context.Context
+	// peerCtx bounds the requests to the peers.
+	peerCtx context.Context
 	// token is presented to the peers (observed.httpToken).
 	token string
 }
@@ -31,7 +33,7 @@ var _ actor = apiActor{}
 func (a apiActor) applyKV(c *v1alpha1.NameServerCluster, ordinal int32, p publish.Peer) (*peerstatus.KVStatus, error) {
 	t := target(p)
 	t.Token = a.token
-	kv, err := a.r.Peers.Client.ApplyKV(a.ctx, t)
+	kv, err := a.r.Peers.Client.ApplyKV(a.peerCtx, t)
 	if err != nil {
 		logf.FromContext(a.ctx).Info("could not ask a peer to apply its declared KV config", "peer", render.PodName(c, ordinal), "error", err.Error())
 	}
@@ -41,7 +43,7 @@ func (a apiActor) applyKV(c *v1alpha1.NameServerCluster, ordinal int32, p publis
 func (a apiActor) openGate(c *v1alpha1.NameServerCluster, ordinal int32, p publish.Peer, req peerstatus.GateRequest) (*peerstatus.Summary, error) {
 	t := target(p)
 	t.Token = a.token
-	s, err := a.r.Peers.Client.OpenGate(a.ctx, t, req)
+	s, err := a.r.Peers.Client.OpenGate(a.peerCtx, t, req)
 	if err != nil {
 		logf.FromContext(a.ctx).Info("could not send a gate request to a starting peer", "peer", render.PodName(c, ordinal), "error", err.Error())
 	}

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/metrics"
@@ -203,6 +204,19 @@ func (r *NameServerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Peers == nil {
 		r.Peers = &peerclient.Observer{Client: peerclient.NewHTTP(peerTimeout)}
 	}
+	// The observer wakes a cluster whose peers answered something new.
+	observed := make(chan event.GenericEvent)
+	r.Peers.Changed = func(ctx context.Context, name types.NamespacedName) {
+		c := &v1alpha1.NameServerCluster{}
+		c.Namespace, c.Name = name.Namespace, name.Name
+		select {
+		case observed <- event.GenericEvent{Object: c}:
+		case <-ctx.Done():
+		}
+	}
+	if err := mgr.Add(r.Peers); err != nil {
+		return fmt.Errorf("adding the observer of the peers: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NameServerCluster{}).
 		Owns(&appsv1.StatefulSet{}).
@@ -210,7 +224,8 @@ func (r *NameServerClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster), builder.WithPredicates(peerChanged())).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(targetToCluster))
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(targetToCluster)).
+		WatchesRawSource(source.Channel(observed, &handler.EnqueueRequestForObject{}))
 	// Namespaces are cluster-scoped: watching them needs a ClusterRole, which
 	// an operator restricted to some namespaces runs without. It needs no such
 	// watch either: it may publish only into those namespaces, which exist

@@ -48,8 +48,9 @@ type observed struct {
 	// state is the observer's memory of this cluster, with the latest
 	// reads of its peers.
 	state *peerclient.Cluster
-	// nextRead is when the peers are read again unless something changes.
-	nextRead time.Time
+	// fingerprint identifies the pods as observed: the observer's reads
+	// are of them when its fingerprint is this one.
+	fingerprint string
 	// opened are the peers whose start-up gate this reconcile opened
 	// (actOnPeers).
 	opened map[int32]bool
@@ -161,20 +162,16 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 		}
 	}
 
-	o.state = r.Peers.State(client.ObjectKeyFromObject(c), c.UID)
-	fingerprint := publish.Fingerprint(o.peers)
-	due, next := o.state.Due(o.now, o.round, fingerprint)
-	if due {
-		targets := map[int32]peerclient.Target{}
-		for ordinal, p := range o.peers {
-			if !p.Terminating && p.IP != "" && p.HTTPPort > 0 {
-				targets[ordinal] = peerclient.Target{IP: p.IP, Port: p.HTTPPort, Token: o.httpToken}
-			}
+	// The observer reads the peers off the worker; the pass goes on from
+	// its latest observations, once they are those of the pods as they are.
+	want := peerclient.Want{Targets: map[int32]peerclient.Target{}, Fingerprint: publish.Fingerprint(o.peers), Round: o.round}
+	for ordinal, p := range o.peers {
+		if !p.Terminating && p.IP != "" && p.HTTPPort > 0 {
+			want.Targets[ordinal] = peerclient.Target{IP: p.IP, Port: p.HTTPPort, Token: o.httpToken}
 		}
-		r.Peers.Read(ctx, o.state, targets, o.now, fingerprint)
-		next = o.now.Add(o.round)
 	}
-	o.nextRead = next
+	o.fingerprint = want.Fingerprint
+	o.state = r.Peers.Watch(client.ObjectKeyFromObject(c), c.UID, want)
 	return o, nil
 }
 

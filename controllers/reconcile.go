@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
@@ -23,13 +24,30 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 		// nor acts, nor reports, and looks again for the other being gone.
 		logf.FromContext(ctx).V(1).Info("leaving the cluster to its manager", "reason", why)
 		metrics.Forget(c.Namespace, c.Name)
+		r.Peers.Forget(client.ObjectKeyFromObject(c))
 		return ctrl.Result{RequeueAfter: r.takeoverAfter() / 2}, nil
 	}
 	o, err := r.observe(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx, token: o.httpToken})
+	o.state.Lock()
+	defer o.state.Unlock()
+	if !o.state.Current(o.fingerprint) {
+		// A peer the observer has not read yet is neither joinable nor
+		// answering as far as anyone knows: the pass waits for the read,
+		// which wakes the cluster (a peer that does not answer is read
+		// as unreachable within the peers' timeout).
+		logf.FromContext(ctx).V(1).Info("waiting for the observer to read the peers")
+		return ctrl.Result{}, nil
+	}
+	// Requests to the peers (gate requests, KV applies) are the one wait
+	// on the network left in a pass: rare, and bounded together.
+	peerCtx, cancel := context.WithTimeout(ctx, peerActionBudget)
+	defer cancel()
+	res, err := r.pass(c, o, apiActor{r: r, ctx: ctx, peerCtx: peerCtx, token: o.httpToken})
+	// The route check may want a confirming read at another time.
+	o.state.Wake()
 	if err != nil || res.deferred != "" {
 		return ctrl.Result{}, err
 	}
@@ -39,14 +57,15 @@ func (r *NameServerClusterReconciler) reconcile(ctx context.Context, c *v1alpha1
 	return ctrl.Result{RequeueAfter: r.requeueAfter(c, o, res.dec, res.problems)}, nil
 }
 
-// requeueAfter is the earliest of the timers: the end of a drain, the next
-// read of the peers, and a back-off when something was refused.
+// peerActionBudget bounds the requests to the peers of one pass together.
+const peerActionBudget = peerTimeout
+
+// requeueAfter is the earliest of the timers: a broker round (the observer
+// wakes the cluster sooner when its peers change, and after a confirming
+// read), the end of a drain, and a back-off when something was refused.
 func (r *NameServerClusterReconciler) requeueAfter(c *v1alpha1.NameServerCluster, o *observed, d *decision, problems []problem) time.Duration {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	after := o.nextRead.Sub(o.now)
-	if !o.state.ConfirmAt.IsZero() {
-		after = min(after, o.state.ConfirmAt.Sub(o.now))
-	}
+	after := o.round
 	if d.plan.RequeueAfter > 0 {
 		after = min(after, d.plan.RequeueAfter)
 	}

@@ -226,3 +226,101 @@ func TestHTTPBearerToken(t *testing.T) {
 		})
 	}
 }
+
+// scriptedClient answers each target's summary as its function says.
+type scriptedClient struct {
+	fakeClient
+	answer func(Target) (*peerstatus.Summary, error)
+}
+
+func (s *scriptedClient) Summary(_ context.Context, t Target) (*peerstatus.Summary, error) {
+	s.calls.Add(1)
+	return s.answer(t)
+}
+
+// eventually polls cond until it holds or a deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestObserverRuns runs the observer as the manager does: it reads a
+// watched cluster's peers at once, records a peer that does not answer as
+// an observation, wakes the cluster when the answers change and not when
+// they stay the same, reads at once for new pods, and stops on Forget.
+func TestObserverRuns(t *testing.T) {
+	var brokers atomic.Int32
+	sc := &scriptedClient{answer: func(t Target) (*peerstatus.Summary, error) {
+		if t.IP == "10.0.0.2" {
+			return nil, errors.New("dial tcp 10.0.0.2:8080: connect: connection refused")
+		}
+		return &peerstatus.Summary{BootID: "b1", Counts: peerstatus.Counts{Brokers: int(brokers.Load())}}, nil
+	}}
+	changed := make(chan types.NamespacedName, 100)
+	o := &Observer{Client: sc, Changed: func(ctx context.Context, name types.NamespacedName) {
+		select {
+		case changed <- name:
+		case <-ctx.Done():
+		}
+	}}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- o.Start(ctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	name := types.NamespacedName{Namespace: "mq", Name: "ns1"}
+	round := 100 * time.Millisecond
+	targets := map[int32]Target{0: {IP: "10.0.0.1", Port: 8080}, 1: {IP: "10.0.0.2", Port: 8080}}
+	c := o.Watch(name, "uid-1", Want{Targets: targets, Fingerprint: "f1", Round: round})
+	if got := <-changed; got != name {
+		t.Fatalf("woke %v, want %v", got, name)
+	}
+	c.Lock()
+	if !c.Current("f1") || c.Peers[0].Summary == nil || c.Peers[1].Summary != nil || c.Peers[1].Err == "" {
+		t.Errorf("after the first read: current %v, peers %+v", c.Current("f1"), c.Peers)
+	}
+	if c.Current("f2") {
+		t.Error("a read of other pods counts as current")
+	}
+	c.Unlock()
+
+	// Rounds with the same answers wake nobody.
+	before := sc.calls.Load()
+	eventually(t, "two more rounds read", func() bool { return sc.calls.Load() >= before+4 })
+	select {
+	case <-changed:
+		t.Error("a read with the same answers woke the cluster")
+	default:
+	}
+
+	// New answers wake it, at the next round.
+	brokers.Store(3)
+	if got := <-changed; got != name {
+		t.Fatalf("woke %v, want %v", got, name)
+	}
+
+	// New pods are read at once, whatever the round.
+	c = o.Watch(name, "uid-1", Want{Targets: targets, Fingerprint: "f2", Round: time.Hour})
+	<-changed
+	c.Lock()
+	if !c.Current("f2") {
+		t.Error("the pods of fingerprint f2 were not read")
+	}
+	c.Unlock()
+
+	o.Forget(name)
+	if o.Clusters() != 0 {
+		t.Error("Forget() kept the state")
+	}
+}
