@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,6 +34,11 @@ type config struct {
 	clusterDomain string
 	namesrvImage  string
 	identity      string
+	// concurrency and the API client's rate limit, sized for a thousand
+	// clusters.
+	maxConcurrentReconciles int
+	kubeAPIQPS              float64
+	kubeAPIBurst            int
 }
 
 func main() {
@@ -45,6 +51,9 @@ func main() {
 	fs.StringVar(&cfg.clusterDomain, "cluster-domain", "cluster.local", "DNS suffix of Services in the published addresses.")
 	fs.StringVar(&cfg.namesrvImage, "namesrv-image", version.DefaultImage(), "NameServer image for clusters that set no spec.image.")
 	fs.StringVar(&cfg.identity, "manager-identity", "", "Name of this install in status.manager, which another install defers to; empty means <the manager's namespace>/kube-namesrv.")
+	fs.IntVar(&cfg.maxConcurrentReconciles, "max-concurrent-reconciles", 8, "Clusters reconciled at once; reconciles of one cluster never overlap.")
+	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 100, "Sustained requests per second the manager sends to the API server.")
+	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 200, "Requests the manager may send to the API server in a burst above --kube-api-qps.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -58,8 +67,8 @@ func main() {
 
 func run(cfg config) error {
 	log := ctrl.Log.WithName("setup")
-	if cfg.clusterDomain == "" || cfg.namesrvImage == "" {
-		return errors.New("--cluster-domain and --namesrv-image must not be empty")
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	if cfg.identity == "" {
 		cfg.identity = defaultIdentity(os.Getenv("POD_NAMESPACE"), serviceAccountNamespace)
@@ -74,6 +83,7 @@ func run(cfg config) error {
 	if err != nil {
 		return fmt.Errorf("finding the cluster (in-cluster config or kubeconfig): %w", err)
 	}
+	restConfig.QPS, restConfig.Burst = float32(cfg.kubeAPIQPS), cfg.kubeAPIBurst
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: cfg.metricsAddr},
@@ -82,6 +92,7 @@ func run(cfg config) error {
 		LeaderElectionID:              "kube-namesrv.rocketmq.kube-namesrv.io",
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         controllers.CacheOptions(namespaces),
+		Controller:                    ctrlconfig.Controller{MaxConcurrentReconciles: cfg.maxConcurrentReconciles},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -104,9 +115,21 @@ func run(cfg config) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	log.Info("starting the manager", "version", version.Version, "identity", cfg.identity, "namespaces", namespaces,
-		"clusterDomain", cfg.clusterDomain, "namesrvImage", cfg.namesrvImage)
+		"clusterDomain", cfg.clusterDomain, "namesrvImage", cfg.namesrvImage,
+		"maxConcurrentReconciles", cfg.maxConcurrentReconciles, "kubeAPIQPS", cfg.kubeAPIQPS, "kubeAPIBurst", cfg.kubeAPIBurst)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// validate refuses settings the manager cannot run with.
+func (c config) validate() error {
+	if c.clusterDomain == "" || c.namesrvImage == "" {
+		return errors.New("--cluster-domain and --namesrv-image must not be empty")
+	}
+	if c.maxConcurrentReconciles < 1 || c.kubeAPIQPS <= 0 || c.kubeAPIBurst < 1 {
+		return errors.New("--max-concurrent-reconciles, --kube-api-qps and --kube-api-burst must be positive")
 	}
 	return nil
 }

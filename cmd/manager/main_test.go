@@ -24,6 +24,29 @@ func TestSplitNamespaces(t *testing.T) {
 	}
 }
 
+func TestValidate(t *testing.T) {
+	good := config{clusterDomain: "cluster.local", namesrvImage: "namesrv:v1", maxConcurrentReconciles: 8, kubeAPIQPS: 100, kubeAPIBurst: 200}
+	tests := []struct {
+		name string
+		edit func(*config)
+		ok   bool
+	}{
+		{"the defaults", func(*config) {}, true},
+		{"no cluster domain", func(c *config) { c.clusterDomain = "" }, false},
+		{"no image", func(c *config) { c.namesrvImage = "" }, false},
+		{"no reconciles", func(c *config) { c.maxConcurrentReconciles = 0 }, false},
+		{"no QPS", func(c *config) { c.kubeAPIQPS = 0 }, false},
+		{"a negative burst", func(c *config) { c.kubeAPIBurst = -1 }, false},
+	}
+	for _, tt := range tests {
+		c := good
+		tt.edit(&c)
+		if err := c.validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: validate() = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
 func TestDefaultIdentity(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "namespace")
 	if err := os.WriteFile(file, []byte("kube-namesrv-system\n"), 0o600); err != nil {

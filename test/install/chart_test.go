@@ -287,6 +287,7 @@ func checkEveryValue(t *testing.T, objs []*unstructured.Unstructured) {
 	for flag, want := range map[string]string{
 		"cluster-domain": "corp.internal", "namesrv-image": "myorg/namesrv:v0.1.0-patch1", "zap-log-level": "debug",
 		"zap-encoder": "console", "health-probe-bind-address": ":9440", "metrics-bind-address": ":9090",
+		"max-concurrent-reconciles": "16", "kube-api-qps": "50.5", "kube-api-burst": "75",
 	} {
 		if got := arg(ctr.Args, flag); got != want {
 			t.Errorf("--%s=%q, want %q", flag, got, want)

@@ -56,7 +56,8 @@ func TestConfigDefault(t *testing.T) {
 	// The flags that decide what the operator does, with the manager's own
 	// defaults filled in; logging flags may differ.
 	defaults := managerDefaults(ctx, t)
-	for _, flag := range []string{"leader-elect", "namespaces", "cluster-domain", "namesrv-image", "health-probe-bind-address", "metrics-bind-address"} {
+	for _, flag := range []string{"leader-elect", "namespaces", "cluster-domain", "namesrv-image", "health-probe-bind-address", "metrics-bind-address",
+		"max-concurrent-reconciles", "kube-api-qps", "kube-api-burst"} {
 		if kv, cv := effective(k.Args, flag, defaults), effective(c.Args, flag, defaults); kv != cv {
 			t.Errorf("--%s: config/default runs the manager with %q, the chart with %q", flag, kv, cv)
 		}
