@@ -131,16 +131,19 @@ const testIdentity = "kube-namesrv-system/kube-namesrv"
 // runManager runs a manager of the operator, its reconciler set up by edit,
 // and returns what stops it.
 func runManager(namespaces []string, wrap func(client.Client) client.Client, edit func(*NameServerClusterReconciler)) func() {
-	mgr, err := ctrl.NewManager(managerConfig, ctrl.Options{
+	cfg := rest.CopyConfig(managerConfig)
+	cfg.Wrap(apiRequests.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  CacheOptions(namespaces),
-		// Tests restart the manager within one process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		// Tests restart the manager within one process. Reconciles of
+		// several clusters run at once, as in production.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	c := mgr.GetClient()
+	c := client.Client(&countingClient{Client: mgr.GetClient()})
 	if wrap != nil {
 		c = wrap(c)
 	}
