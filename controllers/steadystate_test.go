@@ -7,9 +7,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 )
 
 var _ = Describe("A cluster at rest", func() {
@@ -58,5 +60,49 @@ var _ = Describe("A cluster at rest", func() {
 		}).WithTimeout(3*round).WithPolling(100*time.Millisecond).Should(BeEmpty(),
 			"requests (cumulative counts) a cluster at rest sent to the API server besides the cache's lists and watches")
 		Expect(passes()-start).To(BeNumerically(">=", 2), "the cluster was not reconciled during the rounds: the check proves nothing")
+	})
+
+	It("sets back a child edited by hand and removes what it no longer sets", func() {
+		newCluster(ns, "drift", withReplicas(1), func(c *v1alpha1.NameServerCluster) {
+			c.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{LoadBalancerSourceRanges: []string{"10.0.0.0/8"}}
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "drift-namesrv-addr")).To(HaveKey(v1alpha1.NamesrvAddrExternalKey))
+			g.Expect(addressData(g, ns, "drift-namesrv-addr-brokers")).To(HaveKeyWithValue(v1alpha1.NamesrvAddrKey, peerList(ns, "drift", 1)))
+		}).Should(Succeed())
+
+		By("a label of the headless Service edited by hand")
+		Eventually(func(g Gomega) {
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "drift-headless"), svc)).To(Succeed())
+			svc.Labels[render.LabelComponent] = "edited"
+			g.Expect(k8sClient.Update(testCtx, svc)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			svc := &corev1.Service{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "drift-headless"), svc)).To(Succeed())
+			g.Expect(svc.Labels).To(HaveKeyWithValue(render.LabelComponent, render.Component))
+		}).Should(Succeed())
+
+		By("a data key of an address ConfigMap edited, another deleted by hand")
+		Eventually(func(g Gomega) {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8sClient.Get(testCtx, key(ns, "drift-namesrv-addr-brokers"), cm)).To(Succeed())
+			cm.Data[v1alpha1.NamesrvAddrKey] = "10.9.9.9:9876"
+			delete(cm.Data, v1alpha1.NamesrvAddrEnvKey)
+			g.Expect(k8sClient.Update(testCtx, cm)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "drift-namesrv-addr-brokers")).To(And(
+				HaveKeyWithValue(v1alpha1.NamesrvAddrKey, peerList(ns, "drift", 1)),
+				HaveKeyWithValue(v1alpha1.NamesrvAddrEnvKey, peerList(ns, "drift", 1))))
+		}).Should(Succeed())
+
+		By("spec.externalAccess removed: the external list's key leaves the ConfigMaps")
+		updateCluster(ns, "drift", func(c *v1alpha1.NameServerCluster) { c.Spec.ExternalAccess = nil })
+		Eventually(func(g Gomega) {
+			g.Expect(addressData(g, ns, "drift-namesrv-addr")).NotTo(HaveKey(v1alpha1.NamesrvAddrExternalKey))
+			g.Expect(addressData(g, ns, "drift-namesrv-addr-brokers")).NotTo(HaveKey(v1alpha1.NamesrvAddrExternalKey))
+		}).Should(Succeed())
 	})
 })
