@@ -821,13 +821,17 @@ var _ = Describe("NameServerCluster validation", func() {
 
 	It("refuses adding storage after creation", func() {
 		newCluster(ns, "store")
-		err := func() error {
+		// The operator writes the status meanwhile: an update that lost
+		// to it is tried again.
+		var err error
+		Eventually(func() bool {
 			c := getCluster(Default, ns, "store")
 			c.Spec.Storage = &v1alpha1.Storage{VolumeClaimTemplate: &v1alpha1.VolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			}}}
-			return k8sClient.Update(testCtx, c)
-		}()
+			err = k8sClient.Update(testCtx, c)
+			return apierrors.IsConflict(err)
+		}).Should(BeFalse())
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(err.Error()).To(ContainSubstring("spec.storage and spec.storage.volumeClaimTemplate cannot be added or removed after creation"))
 	})
