@@ -431,10 +431,22 @@ func (w *simWorld) observe(m *simManager) *observed {
 			Status: appsv1.StatefulSetStatus{ObservedGeneration: s.observed, UpdateRevision: s.updateRevision},
 		}
 	}
-	m.state.Peers = map[int32]routecheck.Observation{}
 	for ordinal, p := range w.pods {
 		o.peers[ordinal] = publish.Peer{Terminating: p.terminating, Ready: p.ready(), IP: p.ip, Revision: p.revision,
 			RemotingPort: p.remoting, HTTPPort: p.http, Restarts: p.restarts, ConfigMap: p.configMap}
+	}
+	// The observer reads the peers when they are due: at once for pods
+	// that changed, else once per round or at the confirmation time. In
+	// between, a pass goes on from its latest read, however the peers
+	// moved since.
+	o.fingerprint = publish.Fingerprint(o.peers)
+	if due, _ := m.state.Due(w.now, o.round, o.fingerprint); !due {
+		w.observeRest(o)
+		return o
+	}
+	m.state.LastRead, m.state.Fingerprint, m.state.ConfirmAt = w.now, o.fingerprint, time.Time{}
+	m.state.Peers = map[int32]routecheck.Observation{}
+	for ordinal, p := range w.pods {
 		if p.terminating {
 			continue
 		}
@@ -446,6 +458,12 @@ func (w *simWorld) observe(m *simManager) *observed {
 		}
 		m.state.Peers[ordinal] = obs
 	}
+	w.observeRest(o)
+	return o
+}
+
+// observeRest is what observe reads of the API server's objects.
+func (w *simWorld) observeRest(o *observed) {
 	for ordinal := range w.ext {
 		o.external[ordinal] = &corev1.Service{}
 	}
@@ -473,7 +491,6 @@ func (w *simWorld) observe(m *simManager) *observed {
 	}
 	slices.Sort(o.configMaps)
 	slices.SortFunc(o.addressConfigMaps, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return o
 }
 
 // read is the cluster as a manager reads it: a copy, with the
