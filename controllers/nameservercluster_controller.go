@@ -1,6 +1,7 @@
 // Package controllers holds the NameServerCluster reconciler. Each reconcile
-// observes the cluster's pods and children and reads its NameServers' route
-// summaries (observe.go), then runs a pass (pass.go): it decides with pure
+// observes the cluster's pods and children and the latest route summaries
+// of its NameServers, which the observer reads off the worker (observe.go,
+// peerclient), then runs a pass (pass.go): it decides with pure
 // planners what the client and broker lists hold, which peer to restart next
 // and what each starting peer must wait for (decide.go and the packages
 // publish, rollout, routecheck and kvcheck), and acts through an actor:
@@ -10,8 +11,10 @@
 // out the same acts against a model of the world. The status, conditions,
 // events and metrics report what was done (status.go). One install manages a
 // cluster; another defers to it (manager.go). Reconciles follow watch
-// events, plus three timers: the end of a drain, the next broker round, and
-// a back-off after a refusal.
+// events and the observer's news of the peers, plus three timers: the end
+// of a drain, the next broker round, and a back-off after a refusal. A
+// child is written only when the cache shows it does not hold what the
+// pass would write (unchanged.go).
 package controllers
 
 import (
