@@ -32,10 +32,12 @@ const (
 )
 
 // TestAuthorizationThroughARoll: zero trust end to end. One cluster serves
-// TLS with client certificates verified (clientAuth Optional) and
-// authorizes every remoting request by role, granted by certificate
-// identity only: the broker registers with its broker identity, and the
-// sticky clients read routes with theirs. A config change rolls every
+// TLS with client certificates verified and authorizes every remoting
+// request by role, granted by certificate identity only: the broker
+// registers with its broker identity, and the sticky clients read routes
+// with theirs. clientAuth is Optional, not Require, so that a peer without
+// a certificate gets as far as authorization, whose refusal is what this
+// proves. A config change rolls every
 // peer with no client missing the route (every answer also names the
 // real broker's address). Before and after the roll, on every peer, a
 // registration or unregistration under the real broker's name from a peer
