@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -42,6 +43,9 @@ type stickyClient struct {
 	seen func(clientQuery)
 	// want are what every route answer must hold besides the broker.
 	want []string
+	// tls, when set, connects over TLS with it, presenting its client
+	// certificate (a Java client's tls.enable and tls.client.*).
+	tls *tls.Config
 }
 
 // javaTimeout is a Java client's connect timeout and its route query's
@@ -99,7 +103,7 @@ func (c *stickyClient) query(ctx context.Context, afterFailure bool) {
 		ip, err := resolve(c.peer)
 		if err == nil {
 			dctx, cancel := context.WithTimeout(ctx, javaTimeout)
-			c.conn, err = remotingclient.Dial(dctx, ip, remotingclient.Options{})
+			c.conn, err = remotingclient.Dial(dctx, ip, remotingclient.Options{TLS: c.tls})
 			cancel()
 		}
 		if err != nil {
@@ -190,6 +194,21 @@ func startClients(ctx context.Context, t *testing.T, c nsc, n int) *clientFleet 
 // answer without each of want (say, the topic's orderTopicConf) as a miss.
 func startClientsWanting(ctx context.Context, t *testing.T, c nsc, n int, want ...string) *clientFleet {
 	t.Helper()
+	return startFleet(ctx, t, c, n, fleetOptions{want: want})
+}
+
+// fleetOptions vary what a fleet's clients check and how they connect.
+type fleetOptions struct {
+	// want are what every route answer must hold besides the broker.
+	want []string
+	// tls, when set, is every client's TLS configuration, client
+	// certificate included.
+	tls *tls.Config
+}
+
+// startFleet is startClients with options.
+func startFleet(ctx context.Context, t *testing.T, c nsc, n int, o fleetOptions) *clientFleet {
+	t.Helper()
 	const maxClients = 60
 	lists := recordConfigMap(ctx, t, c.ns, c.addressConfigMap())
 	current := func() []string {
@@ -239,7 +258,7 @@ func startClientsWanting(ctx context.Context, t *testing.T, c nsc, n int, want .
 	var retire []context.CancelFunc
 	add := func() {
 		f.mu.Lock()
-		cl := &stickyClient{id: len(f.clients), seen: seen, want: want}
+		cl := &stickyClient{id: len(f.clients), seen: seen, want: o.want, tls: o.tls}
 		f.clients = append(f.clients, cl)
 		f.mu.Unlock()
 		cctx, cancel := context.WithCancel(ctx)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -121,6 +122,8 @@ type clusterSpec struct {
 	// targets are namespaces that receive a copy of the address ConfigMaps.
 	targets []string
 	tls     *v1alpha1.TLSSpec
+	// authorization, when set, is spec.authorization.
+	authorization *v1alpha1.AuthorizationSpec
 	// image, when set, is spec.image.
 	image    string
 	paused   bool
@@ -176,6 +179,7 @@ func (s clusterSpec) manifest(name string) (string, error) {
 		Spec: v1alpha1.NameServerClusterSpec{
 			Replicas:       ptr.To(int32(s.replicas)),
 			TLS:            s.tls,
+			Authorization:  s.authorization,
 			Image:          s.image,
 			Paused:         s.paused,
 			KVConfig:       s.kvConfig,
@@ -449,17 +453,30 @@ func startBroker(ctx context.Context, t *testing.T, c nsc) *broker {
 // cut off from the NameServers in blocked from its first round on.
 func startBrokerNamed(ctx context.Context, t *testing.T, c nsc, name, topicName string, blocked []string) *broker {
 	t.Helper()
-	sim, err := brokersim.Start(brokersim.Config{
-		Cluster: "DefaultCluster", Name: name, Generation: body.Broker5,
-		// A real broker also registers its default topic; a NameServer (Java
-		// 5.x and ours) refuses a first registration with a single topic.
-		Topics: []body.TopicConfig{brokersim.Topic(topicName, topicQueues), brokersim.Topic("TBW102", 8)},
-	})
+	return startBrokerWith(ctx, t, c, brokerOptions{name: name, topic: topicName, blocked: blocked})
+}
+
+// brokerOptions describe a broker of startBrokerWith.
+type brokerOptions struct {
+	name, topic string
+	// blocked are the NameServers it is cut off from from its first round
+	// on.
+	blocked []string
+	// tls, when set, connects to the NameServers over TLS with it,
+	// presenting its client certificate as a broker's identity.
+	tls *tls.Config
+}
+
+// startBrokerWith starts a broker that registers every round until the
+// test ends.
+func startBrokerWith(ctx context.Context, t *testing.T, c nsc, o brokerOptions) *broker {
+	t.Helper()
+	sim, err := brokersim.Start(brokerConfig(o.name, o.topic, o.tls))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &broker{sim: sim, period: c.brokerPeriod(), regs: map[string][]time.Time{}, blocked: map[string]bool{}}
-	for _, a := range blocked {
+	for _, a := range o.blocked {
 		b.blocked[a] = true
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -487,6 +504,17 @@ func startBrokerNamed(ctx context.Context, t *testing.T, c nsc, name, topicName 
 	}
 	t.Cleanup(b.stop)
 	return b
+}
+
+// brokerConfig is the simulator configuration of a 5.x broker serving one
+// topic, connecting over TLS when cfg is set.
+func brokerConfig(name, topicName string, cfg *tls.Config) brokersim.Config {
+	return brokersim.Config{
+		Cluster: "DefaultCluster", Name: name, Generation: body.Broker5, TLS: cfg,
+		// A real broker also registers its default topic; a NameServer (Java
+		// 5.x and ours) refuses a first registration with a single topic.
+		Topics: []body.TopicConfig{brokersim.Topic(topicName, topicQueues), brokersim.Topic("TBW102", 8)},
+	}
 }
 
 func (b *broker) round(ctx context.Context, c nsc) {

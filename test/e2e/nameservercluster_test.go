@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"crypto/md5"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -26,7 +27,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
-	"github.com/kube-namesrv/kube-namesrv/internal/remotingclient"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/protocol"
 	"github.com/kube-namesrv/kube-namesrv/test/e2e/box"
 )
@@ -288,12 +288,13 @@ func removeSnapshot(t *testing.T, url string) {
 // (GET_NAMESRV_CONFIG, what `mqadmin getNamesrvConfig` sends).
 func namesrvConfig(ctx context.Context, t *testing.T, ip string) map[string]string {
 	t.Helper()
-	rc, err := remotingclient.Dial(ctx, net.JoinHostPort(ip, fmt.Sprint(remotingPort)), remotingclient.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	resp, err := rc.Invoke(ctx, &remotingclient.Request{Code: protocol.GetNamesrvConfig})
+	return namesrvConfigOver(ctx, t, ip, nil)
+}
+
+// namesrvConfigOver is namesrvConfig over TLS with cfg when it is set.
+func namesrvConfigOver(ctx context.Context, t *testing.T, ip string, cfg *tls.Config) map[string]string {
+	t.Helper()
+	resp, err := invoke(ctx, net.JoinHostPort(ip, fmt.Sprint(remotingPort)), cfg, protocol.GetNamesrvConfig)
 	if err != nil || resp.Code != 0 {
 		t.Fatalf("GET_NAMESRV_CONFIG from %s: %v %+v", ip, err, resp)
 	}
