@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -54,7 +55,7 @@ type fleet struct {
 	mgr   *manager
 
 	mu       sync.Mutex
-	unready  map[string]*pending // address ConfigMap name -> the pod awaited gone
+	unready  map[string]*pending // IP list ConfigMap name -> the pod awaited gone
 	rolls    map[string]*pending // StatefulSet name -> the config it had
 	removals []time.Duration
 	rolled   []time.Duration
@@ -64,7 +65,7 @@ type fleet struct {
 // pending is a change the bench made and waits to see the operator follow.
 type pending struct {
 	since time.Time
-	what  string // the peer address or the old config ConfigMap
+	what  string // the peer's ip:port or the old config ConfigMap
 	done  bool
 }
 
@@ -101,9 +102,11 @@ func runFleet(ctx context.Context, o *options, n int, logf func(string, ...any))
 		return res, err
 	}
 	defer f.peers.stop()
-	if err := f.startCache(ctx); err != nil {
+	stopCache, err := f.startCache(ctx)
+	if err != nil {
 		return res, err
 	}
+	defer stopCache()
 
 	flags, err := managerFlags(ctx, o.manager)
 	if err != nil {
@@ -176,12 +179,23 @@ func runFleet(ctx context.Context, o *options, n int, logf func(string, ...any))
 // startCache watches the fleet's StatefulSets and ConfigMaps: the bench
 // creates pods for a StatefulSet that appears, and times the operator's
 // changes by the watch events, as any other client would see them.
-func (f *fleet) startCache(ctx context.Context) error {
+// The cache stops when the returned function is called, before the control
+// plane does.
+func (f *fleet) startCache(ctx context.Context) (func(), error) {
 	c, err := cache.New(f.cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{namespace: {}}})
 	if err != nil {
-		return fmt.Errorf("creating the cache: %w", err)
+		return nil, fmt.Errorf("creating the cache: %w", err)
 	}
 	f.cache = c
+	ctx, cancel := context.WithCancel(ctx)
+	if err := f.watch(ctx, c); err != nil {
+		cancel()
+		return nil, err
+	}
+	return cancel, nil
+}
+
+func (f *fleet) watch(ctx context.Context, c cache.Cache) error {
 	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{})
 	if err != nil {
 		return err
@@ -208,8 +222,8 @@ func (f *fleet) startCache(ctx context.Context) error {
 	return nil
 }
 
-// configMapSeen completes an unready pod's wait when its cluster's client
-// list no longer names it.
+// configMapSeen completes an unready pod's wait when its cluster's IP list
+// no longer names it.
 func (f *fleet) configMapSeen(obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
@@ -218,7 +232,7 @@ func (f *fleet) configMapSeen(obj any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.unready[cm.Name]
-	if p == nil || p.done || strings.Contains(cm.Data[v1alpha1.NamesrvAddrKey], p.what) {
+	if p == nil || p.done || slices.Contains(strings.Split(cm.Data[v1alpha1.NamesrvAddrIPsKey], ";"), p.what) {
 		return
 	}
 	p.done = true
@@ -338,14 +352,16 @@ func (f *fleet) playStatefulSet(ctx context.Context, i int) error {
 	})
 }
 
-// settle waits until every cluster's client list names all its peers.
+// settle waits until every cluster's client lists, by name and by IP, name
+// all its peers.
 func (f *fleet) settle(ctx context.Context) error {
 	return poll(ctx, f.o.phaseTimeout, func() error {
 		missing := 0
 		for _, name := range f.names {
-			cm := &corev1.ConfigMap{}
-			if f.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name + "-namesrv-addr"}, cm) != nil ||
-				listed(cm.Data[v1alpha1.NamesrvAddrKey]) != f.o.replicas {
+			names, ips := &corev1.ConfigMap{}, &corev1.ConfigMap{}
+			if f.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name + "-namesrv-addr"}, names) != nil ||
+				f.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ipsList(name)}, ips) != nil ||
+				listed(names.Data[v1alpha1.NamesrvAddrKey]) != f.o.replicas || listed(ips.Data[v1alpha1.NamesrvAddrIPsKey]) != f.o.replicas {
 				missing++
 			}
 		}
@@ -355,6 +371,9 @@ func (f *fleet) settle(ctx context.Context) error {
 		return nil
 	})
 }
+
+// ipsList is the ConfigMap of a cluster's client list by pod IP.
+func ipsList(cluster string) string { return cluster + "-namesrv-addr" + v1alpha1.IPsConfigMapSuffix }
 
 // listed counts the addresses of a namesrvAddr list.
 func listed(list string) int {
@@ -447,7 +466,8 @@ var operatorResources = map[string]bool{
 
 // measureUnready turns the last pod of up to o.unready clusters unready,
 // spread over o.unreadySpread, and times each until its cluster's client
-// list no longer names it.
+// list by IP no longer names it. (The list by name keeps it: its name is
+// stable, and its route gate turns clients away while it restarts.)
 func (f *fleet) measureUnready(ctx context.Context, res *result) error {
 	count := min(f.o.unready, f.n)
 	ordinal := f.o.replicas - 1
@@ -472,7 +492,7 @@ func (f *fleet) measureUnready(ctx context.Context, res *result) error {
 				}
 			}
 			f.mu.Lock()
-			f.unready[name+"-namesrv-addr"] = &pending{since: time.Now(), what: fmt.Sprintf("%s-%d.", name, ordinal)}
+			f.unready[ipsList(name)] = &pending{since: time.Now(), what: net.JoinHostPort(pod.Status.PodIP, "9876")}
 			f.mu.Unlock()
 			return f.k8s.Status().Update(ctx, pod)
 		})

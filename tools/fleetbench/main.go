@@ -30,6 +30,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type options struct {
@@ -70,6 +73,9 @@ func run(args []string, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The bench's cache logs through controller-runtime; its reflectors'
+	// complaints while the control plane stops are not the report.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logf := func(format string, a ...any) {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -227,5 +226,3 @@ func tuningArgs(set map[string]string, flags map[string]string) ([]string, map[s
 	}
 	return args, effective, nil
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
