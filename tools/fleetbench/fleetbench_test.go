@@ -46,7 +46,7 @@ func TestSmallFleet(t *testing.T) {
 	table := out.String()
 	for _, row := range []string{"| | N=3 |", "| clusters x peers | 3 x 2 |", "| API requests/min, steady |", "| by method | GET ",
 		"| GETs/min around the cache", "| peer summaries read/min", "| manager CPU, steady |", "| manager RSS",
-		"| pod unready to out of the client list: p50, p99, max |", "(3 pods over 1s)",
+		"| pod unready to out of the client list by IP: p50, p99, max |", "(3 pods over 1s)",
 		"| spec change to new pod template: p50, p99, max |", "(3 clusters)", "fleetbench -manager"} {
 		if !strings.Contains(table, row) {
 			t.Errorf("the table lacks %q:\n%s", row, table)

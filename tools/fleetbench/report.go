@@ -134,7 +134,7 @@ func (rep report) markdown() string {
 	row("manager RSS at the window's end; peak", func(r result) string {
 		return fmt.Sprintf("%.1f MiB; %.1f MiB", mib(r.rss), mib(max(r.hwm, r.hwmEnd)))
 	})
-	row("pod unready to out of the client list: p50, p99, max", func(r result) string {
+	row("pod unready to out of the client list by IP: p50, p99, max", func(r result) string {
 		return fmt.Sprintf("%s, %s, %s (%d pods over %v)", seconds(r.removal.p50), seconds(r.removal.p99), seconds(r.removal.worst), r.removal.n, r.spread)
 	})
 	row("spec change to new pod template: p50, p99, max", func(r result) string {
