@@ -35,6 +35,9 @@ import (
 // namespace holds the whole fleet.
 const namespace = "fleet"
 
+// serviceRange is the API server's ClusterIP range: 65,000 Services.
+const serviceRange = "10.0.0.0/16"
+
 // revision is the StatefulSet revision every pod is created at.
 const revision = "r1"
 
@@ -83,6 +86,9 @@ func runFleet(ctx context.Context, o *options, n int, logf func(string, ...any))
 	res = result{clusters: n, replicas: o.replicas, round: o.round, window: o.window, spread: o.unreadySpread}
 
 	env := &envtest.Environment{CRDDirectoryPaths: []string{o.crds}, ErrorIfCRDPathMissing: true}
+	// Each cluster's client Service takes a ClusterIP: envtest's /24 holds
+	// about 250 of them.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceRange)
 	cfg, err := env.Start()
 	if err != nil {
 		return res, fmt.Errorf("starting the control plane (KUBEBUILDER_ASSETS=%q): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
