@@ -459,6 +459,23 @@ bench-load: build nsbench ## Route, registration and mixed loads with nsbench, t
 	$(LOCALBIN)/nsbench -spawn $(LOCALBIN)/namesrv -mode mixed -conns 4 -inflight 64 -topics 100 -duration 20s -brokers 10 -topics-per-broker 1000 -interval 1s -windows 10 -new-version
 	$(MAKE) bench-curves
 
+# The operator against fleets of NameServerClusters (docs/benchmarks.md,
+# "Fleet"): the real manager against envtest, the pods and NameServer peers
+# simulated by tools/fleetbench, each size of FLEET_CLUSTERS from a fresh
+# control plane and manager. The table goes between the fleet:begin and
+# fleet:end lines of docs/benchmarks.md, the CSV to docs/fleet.csv.
+# FLEET_FLAGS adds fleetbench flags (-round, -window, -unready,
+# -max-concurrent-reconciles, -kube-api-qps, -kube-api-burst; fleetbench -h).
+FLEET_CLUSTERS ?= 100,300,1000
+FLEET_FLAGS ?=
+
+.PHONY: bench-fleet
+bench-fleet: build envtest-assets | $(LOCALBIN) ## The operator against fleets of FLEET_CLUSTERS clusters (simulated peers on envtest) into docs/benchmarks.md's "Fleet".
+	CGO_ENABLED=0 $(GO) build -C tools -trimpath -o $(LOCALBIN)/fleetbench ./fleetbench
+	KUBEBUILDER_ASSETS="$$(hack/envtest-binaries.sh)" $(LOCALBIN)/fleetbench -manager $(LOCALBIN)/manager \
+	  -clusters $(FLEET_CLUSTERS) $(FLEET_FLAGS) -csv docs/fleet.csv -doc docs/benchmarks.md \
+	  -command "make bench-fleet FLEET_CLUSTERS=$(FLEET_CLUSTERS)$(if $(FLEET_FLAGS), FLEET_FLAGS='$(FLEET_FLAGS)')"
+
 # docs/benchmarks.md's cost curves: memory, registration CPU, route CPU and
 # p99 against size, and a restart storm, each point against a freshly
 # spawned namesrv (4-5 minutes on 2 cores). The CSV and Markdown tables
