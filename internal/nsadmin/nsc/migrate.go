@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -258,9 +259,9 @@ func (f *Frontend) applyCluster(ctx context.Context, doc []byte, dryRun bool, si
 	}
 	verb := "created"
 	if before != nil {
-		verb = "configured"
-		if before.GetResourceVersion() == after.GetResourceVersion() {
-			verb = "unchanged"
+		verb = "unchanged"
+		if appliedChanged(before, after) {
+			verb = "configured"
 		}
 	}
 	if dryRun {
@@ -268,4 +269,19 @@ func (f *Frontend) applyCluster(ctx context.Context, doc []byte, dryRun bool, si
 	}
 	fmt.Fprintf(sio.Stderr, "kubectl nsc migrate: %s %s (server-side apply, field manager %s)\n", what, verb, MigrateFieldManager)
 	return nil
+}
+
+// appliedChanged tells whether an apply changed what the applied document
+// can hold: the spec, labels and annotations. The resourceVersion would
+// not tell: the operator writes the status between the read and the apply
+// (often, while the peers start), which is no change of this apply's.
+func appliedChanged(before, after *unstructured.Unstructured) bool {
+	for _, path := range [][]string{{"spec"}, {"metadata", "labels"}, {"metadata", "annotations"}} {
+		b, _, _ := unstructured.NestedFieldNoCopy(before.Object, path...)
+		a, _, _ := unstructured.NestedFieldNoCopy(after.Object, path...)
+		if !equality.Semantic.DeepEqual(a, b) {
+			return true
+		}
+	}
+	return false
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-namesrv/kube-namesrv/internal/migrate"
@@ -158,5 +159,67 @@ func TestNameServiceAPIErrors(t *testing.T) {
 		if got := nameServiceAPIError(tt.err, "NameService mq/x", "get").Error(); !strings.Contains(got, tt.want) {
 			t.Errorf("%v: %q, want %q", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestMigrateApplySays checks what --apply says it did, against a fake API
+// server whose cluster the operator writes the status of between the
+// plugin's read and its apply: a new resourceVersion alone is no change.
+func TestMigrateApplySays(t *testing.T) {
+	prod := fixtureNameService(t, "production.yaml")
+	args := []string{"migrate", "namesrv", "-n", "rocketmq"}
+	var printed bytes.Buffer
+	if code := Main(&Frontend{client: newMigrateFake(prod)}, args, nsadmin.IO{Stdout: &printed, Stderr: &bytes.Buffer{}}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	stored := func(edit func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(printed.Bytes(), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		u.SetResourceVersion("5")
+		edit(u)
+		return u
+	}
+	same := stored(func(*unstructured.Unstructured) {})
+	otherSpec := stored(func(u *unstructured.Unstructured) {
+		if err := unstructured.SetNestedField(u.Object, int64(5), "spec", "replicas"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	labelled := stored(func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"team": "mq"}) })
+	for _, tt := range []struct {
+		name   string
+		before []runtime.Object
+		want   string
+	}{
+		{"new", nil, "NameServerCluster rocketmq/namesrv-nsc created"},
+		{"the same spec, its status written meanwhile", []runtime.Object{same}, "NameServerCluster rocketmq/namesrv-nsc unchanged"},
+		{"another spec", []runtime.Object{otherSpec}, "NameServerCluster rocketmq/namesrv-nsc configured"},
+		{"labels the output does not have", []runtime.Object{labelled}, "NameServerCluster rocketmq/namesrv-nsc configured"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client := newMigrateFake(append([]runtime.Object{prod}, tt.before...)...)
+			// The API server's answer: the applied fields, and a
+			// resourceVersion the status write moved on.
+			client.PrependReactor("patch", "nameserverclusters", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				applied := &unstructured.Unstructured{}
+				if err := yaml.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &applied.Object); err != nil {
+					return true, nil, err
+				}
+				applied.SetResourceVersion("7")
+				return true, applied, unstructured.SetNestedField(applied.Object, int64(3), "status", "readyReplicas")
+			})
+			var stdout, stderr bytes.Buffer
+			if code := Main(&Frontend{client: client}, append(args, "--apply"), nsadmin.IO{Stdout: &stdout, Stderr: &stderr}); code != 0 {
+				t.Fatalf("exit %d\n%s", code, &stderr)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr:\n%s\nwant %q", &stderr, tt.want)
+			}
+			if !bytes.Equal(stdout.Bytes(), printed.Bytes()) {
+				t.Errorf("--apply printed:\n%s\nwant what migrate prints without it:\n%s", &stdout, &printed)
+			}
+		})
 	}
 }
