@@ -16,7 +16,12 @@ import (
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
+	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
 )
+
+// authRound is the broker round of the clusters with spec.authorization
+// below.
+const authRound = 2 * time.Second
 
 var _ = Describe("Authorization", func() {
 	var ns string
@@ -26,8 +31,9 @@ var _ = Describe("Authorization", func() {
 		return func(c *v1alpha1.NameServerCluster) {
 			c.Spec.Authorization = &a
 			// A short round, so that a deleted token Secret, which the
-			// operator does not watch, is replaced within seconds.
-			c.Spec.BrokerHeartbeatSeconds = ptr.To[int32](2)
+			// operator does not watch, is replaced within seconds
+			// (tokenRereadRounds rounds).
+			c.Spec.BrokerHeartbeatSeconds = ptr.To(int32(authRound / time.Second))
 		}
 	}
 	tokenSecret := func(g Gomega, name string) *corev1.Secret {
@@ -185,13 +191,48 @@ var _ = Describe("Authorization", func() {
 		Eventually(func(g Gomega) {
 			renewed = tokenSecret(g, "rot")
 			g.Expect(renewed.UID).NotTo(Equal(old.UID))
-		}).Should(Succeed())
+		}).WithTimeout(2 * tokenRereadRounds * authRound).Should(Succeed())
 		Expect(renewed.Data[render.HTTPTokenKey]).NotTo(Equal(old.Data[render.HTTPTokenKey]))
 
 		By("until the peer holds the new token it refuses the operator; then it is read again")
 		Eventually(func(g Gomega) { g.Expect(peerReachable(g, "rot", 0)).To(HaveValue(BeFalse())) }).Should(Succeed())
 		testPeers.edit(podIP(0), func(p *fakePeer) { p.Token = string(renewed.Data[render.HTTPTokenKey]) })
 		Eventually(func(g Gomega) { g.Expect(peerReachable(g, "rot", 0)).To(HaveValue(BeTrue())) }).Should(Succeed())
+	})
+
+	It("picks up a token rotated by hand in its Secret as soon as a peer refuses the old one", func() {
+		newCluster(ns, "hand", withReplicas(1), withAuthorization(v1alpha1.AuthorizationSpec{HTTPAuthScope: v1alpha1.HTTPAuthAll}))
+		var s *corev1.Secret
+		Eventually(func(g Gomega) { s = tokenSecret(g, "hand") }).Should(Succeed())
+		testPeers.set(podIP(0), &fakePeer{Token: string(s.Data[render.HTTPTokenKey])})
+		readyPods(ns, "hand", 0)
+		Eventually(func(g Gomega) { g.Expect(peerReachable(g, "hand", 0)).To(HaveValue(BeTrue())) }).Should(Succeed())
+
+		By("the Secret's token replaced by hand; the peer wants only the new one and holds a broker only a read with it sees")
+		const rotated = "rotated-by-hand-0123456789abcdef"
+		Eventually(func(g Gomega) {
+			s := tokenSecret(g, "hand")
+			s.Data[render.HTTPTokenKey] = []byte(rotated + "\n")
+			g.Expect(k8sClient.Update(testCtx, s)).To(Succeed())
+		}).Should(Succeed())
+		testPeers.edit(podIP(0), func(p *fakePeer) {
+			p.Token = rotated
+			p.Brokers = []peerstatus.Broker{testBroker("10.7.0.1:10911", time.Now())}
+		})
+		// Well before the periodic read of the Secret: the refusal has it
+		// read again.
+		Eventually(func(g Gomega) {
+			var peer *v1alpha1.PeerStatus
+			for _, p := range getCluster(g, ns, "hand").Status.Peers {
+				if p.Ordinal == 0 {
+					peer = &p
+				}
+			}
+			g.Expect(peer).NotTo(BeNil())
+			g.Expect(peer.Reachable).To(HaveValue(BeTrue()))
+			g.Expect(peer.Brokers).To(HaveValue(BeEquivalentTo(1)))
+		}).WithTimeout(tokenRereadRounds * authRound / 2).Should(Succeed())
+		Expect(testPeers.get(podIP(0)).Refused).To(BeNumerically(">", 0), "the peer never saw the old token: the rotation was not under test")
 	})
 
 	It("leaves a same-named Secret it did not create alone, and says so", func() {
@@ -224,7 +265,7 @@ var _ = Describe("Authorization", func() {
 			cond := v1alpha1.FindCondition(getCluster(g, ns, "bad").Status.Conditions, v1alpha1.ConditionDegraded)
 			g.Expect(cond).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", string(v1alpha1.RefusalHTTPToken))))
 			g.Expect(cond.Message).To(ContainSubstring("delete the Secret and the operator creates a new one"))
-		}).Should(Succeed())
+		}).WithTimeout(2 * tokenRereadRounds * authRound).Should(Succeed()) // no peer refuses: the periodic read finds it
 	})
 
 	It("creates no Secret and mounts nothing without spec.authorization or with httpAuthScope None", func() {

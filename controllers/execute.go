@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kube-namesrv/kube-namesrv/api/v1alpha1"
+	"github.com/kube-namesrv/kube-namesrv/controllers/peerclient"
 	"github.com/kube-namesrv/kube-namesrv/controllers/publish"
 	"github.com/kube-namesrv/kube-namesrv/controllers/render"
 	"github.com/kube-namesrv/kube-namesrv/namesrv/peerstatus"
@@ -35,6 +37,7 @@ func (a apiActor) applyKV(c *v1alpha1.NameServerCluster, ordinal int32, p publis
 	t.Token = a.token
 	kv, err := a.r.Peers.Client.ApplyKV(a.peerCtx, t)
 	if err != nil {
+		a.refused(c, err)
 		logf.FromContext(a.ctx).Info("could not ask a peer to apply its declared KV config", "peer", render.PodName(c, ordinal), "error", err.Error())
 	}
 	return kv, err
@@ -45,9 +48,18 @@ func (a apiActor) openGate(c *v1alpha1.NameServerCluster, ordinal int32, p publi
 	t.Token = a.token
 	s, err := a.r.Peers.Client.OpenGate(a.peerCtx, t, req)
 	if err != nil {
+		a.refused(c, err)
 		logf.FromContext(a.ctx).Info("could not send a gate request to a starting peer", "peer", render.PodName(c, ordinal), "error", err.Error())
 	}
 	return s, err
+}
+
+// refused has the next reconcile read the token again when a peer refused
+// it.
+func (a apiActor) refused(c *v1alpha1.NameServerCluster, err error) {
+	if errors.Is(err, peerclient.ErrRefused) {
+		a.r.tokens.forget(client.ObjectKeyFromObject(c))
+	}
 }
 
 func (a apiActor) writeStatus(c *v1alpha1.NameServerCluster, st v1alpha1.NameServerClusterStatus) error {

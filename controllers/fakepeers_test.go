@@ -52,7 +52,7 @@ func (p *fakePeer) unauthorized(t peerclient.Target) error {
 		return nil
 	}
 	p.Refused++
-	return fmt.Errorf("GET http://%s:%d/routes/summary: HTTP 401: invalid token", t.IP, t.Port)
+	return fmt.Errorf("GET http://%s:%d/routes/summary: HTTP 401: invalid token: %w", t.IP, t.Port, peerclient.ErrRefused)
 }
 
 // reset forgets every peer.

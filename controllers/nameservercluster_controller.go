@@ -99,6 +99,7 @@ type NameServerClusterReconciler struct {
 	exposure    exposureWarnings
 	gaps        schemaGaps
 	zones       nodeZones
+	tokens      httpTokens
 }
 
 // RBAC, least privilege. Children are written by server-side apply (patch;
@@ -167,6 +168,7 @@ func (r *NameServerClusterReconciler) reconcileRequest(ctx context.Context, req 
 		// collected; the copies elsewhere are found by their labels.
 		metrics.Forget(req.Namespace, req.Name)
 		r.retries.forget(req.NamespacedName)
+		r.tokens.forget(req.NamespacedName)
 		r.Peers.Forget(req.NamespacedName)
 		return ctrl.Result{}, r.deleteCopies(ctx, req.Namespace, req.Name, nil)
 	}

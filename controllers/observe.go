@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sync"
@@ -84,8 +86,13 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 	o := &observed{now: r.Clock.Now(), round: render.BrokerRound(c)}
 	// The one write before the pass: the token Secret must exist before
 	// the pods that mount it, and the reads below present its token.
+	// A peer that refused the token at the latest read has it read again.
+	state := r.Peers.State(client.ObjectKeyFromObject(c), c.UID)
+	state.Lock()
+	refused := state.TokenRefused
+	state.Unlock()
 	var err error
-	if o.httpToken, o.httpTokenProblem, err = r.httpToken(ctx, c); err != nil {
+	if o.httpToken, o.httpTokenProblem, err = r.httpToken(ctx, c, refused); err != nil {
 		return nil, err
 	}
 	sts := &appsv1.StatefulSet{}
@@ -164,7 +171,9 @@ func (r *NameServerClusterReconciler) observe(ctx context.Context, c *v1alpha1.N
 
 	// The observer reads the peers off the worker; the pass goes on from
 	// its latest observations, once they are those of the pods as they are.
-	want := peerclient.Want{Targets: map[int32]peerclient.Target{}, Fingerprint: publish.Fingerprint(o.peers), Round: o.round}
+	// Reads presenting another token are not of the peers as they are:
+	// a new token is tried at once.
+	want := peerclient.Want{Targets: map[int32]peerclient.Target{}, Fingerprint: publish.Fingerprint(o.peers) + tokenMark(o.httpToken), Round: o.round}
 	for ordinal, p := range o.peers {
 		if !p.Terminating && p.IP != "" && p.HTTPPort > 0 {
 			want.Targets[ordinal] = peerclient.Target{IP: p.IP, Port: p.HTTPPort, Token: o.httpToken}
@@ -359,4 +368,13 @@ func statusPeer(c *v1alpha1.NameServerCluster, ordinal int32) *v1alpha1.PeerStat
 // namespace and in the targets.
 func addressLabels(namespace, name string) map[string]string {
 	return map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelInstance: name, render.LabelClusterNamespace: namespace}
+}
+
+// tokenMark tells tokens apart in a fingerprint without carrying them.
+func tokenMark(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(token))
+	return " token " + hex.EncodeToString(sum[:4])
 }

@@ -512,13 +512,13 @@ func (r *NameServerClusterReconciler) writeStatus(ctx context.Context, c *v1alph
 	for _, p := range st.Peers {
 		if p.Published && !before[p.Ordinal] {
 			r.event(c, peerPod(c, p.Ordinal), corev1.EventTypeNormal, v1alpha1.EventPublished, "Publish",
-				"%s serves and joined the client list: %s", p.Name, st.NamesrvAddr)
+				"%s", listNote(p.Name+" serves and joined the client list", "", st.NamesrvAddr))
 		}
 	}
 	for o, was := range before {
 		if was && !after[o] {
 			r.event(c, peerPod(c, o), corev1.EventTypeNormal, v1alpha1.EventPublished, "Unpublish",
-				"%s left the client list: %s", render.PodName(c, o), st.NamesrvAddr)
+				"%s", listNote(render.PodName(c, o)+" left the client list", ", which is now empty", st.NamesrvAddr))
 		}
 	}
 	for _, p := range st.Peers {
@@ -584,4 +584,14 @@ func (r *NameServerClusterReconciler) warnTransitions(c *v1alpha1.NameServerClus
 			r.event(c, nil, corev1.EventTypeNormal, v1alpha1.EventRolloutPaused, "PauseRollout", "%s", now.Message)
 		}
 	}
+}
+
+// listNote ends an event's note with the client list, or with ifEmpty when
+// there is none (the last peer left, or the list was not written yet)
+// rather than with a dangling colon.
+func listNote(note, ifEmpty, list string) string {
+	if list == "" {
+		return note + ifEmpty
+	}
+	return note + ": " + list
 }

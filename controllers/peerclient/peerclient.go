@@ -120,6 +120,8 @@ func (h *HTTP) do(ctx context.Context, method string, t Target, path string, in,
 		return fmt.Errorf("%s %s: answer larger than %d bytes", method, url, maxBody)
 	case resp.StatusCode == http.StatusNotFound:
 		return fmt.Errorf("%s %s: %w (a NameServer older than the operator?)", method, url, ErrUnsupported)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%s %s: HTTP %d: %s: %w", method, url, resp.StatusCode, bytes.TrimSpace(data[:min(len(data), 200)]), ErrRefused)
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, bytes.TrimSpace(data[:min(len(data), 200)]))
 	}
@@ -131,6 +133,10 @@ func (h *HTTP) do(ctx context.Context, method string, t Target, path string, in,
 
 // ErrUnsupported is returned by a peer without the endpoint.
 var ErrUnsupported = errors.New("endpoint not served")
+
+// ErrRefused is returned by a peer that refused the request's bearer token
+// (HTTP 401 or 403): the token was rotated or its Secret replaced.
+var ErrRefused = errors.New("the peer refused the operator's token")
 
 // Observer keeps, per cluster, the latest observation of every peer and
 // the route check's memory. Started (Start: a manager Runnable), it reads
@@ -167,6 +173,9 @@ type Cluster struct {
 	ConfirmAt time.Time
 	Peers     map[int32]routecheck.Observation
 	Memory    routecheck.Memory
+	// TokenRefused tells that a peer refused the token at the latest read:
+	// the reconciler reads the token again rather than trust its copy.
+	TokenRefused bool
 
 	// The observer's side, under Observer.mu.
 	name     types.NamespacedName
@@ -356,6 +365,7 @@ func (o *Observer) Read(ctx context.Context, c *Cluster, targets map[int32]Targe
 	type result struct {
 		ordinal int32
 		obs     routecheck.Observation
+		refused bool
 	}
 	ch := make(chan result, len(targets))
 	for ordinal, t := range targets {
@@ -367,18 +377,21 @@ func (o *Observer) Read(ctx context.Context, c *Cluster, targets map[int32]Targe
 			} else {
 				obs.Summary = s
 			}
-			ch <- result{ordinal, obs}
+			ch <- result{ordinal, obs, errors.Is(err, ErrRefused)}
 		}()
 	}
 	peers := map[int32]routecheck.Observation{}
+	refused := false
 	for range targets {
 		r := <-ch
 		peers[r.ordinal] = r.obs
+		refused = refused || r.refused
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	changed := c.LastRead.IsZero() || c.Fingerprint != fingerprint || !sameAnswers(c.Peers, peers)
 	c.Peers = peers
+	c.TokenRefused = refused
 	c.LastRead = now
 	c.Fingerprint = fingerprint
 	c.ConfirmAt = time.Time{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -219,8 +220,8 @@ func TestHTTPBearerToken(t *testing.T) {
 				other := target
 				other.Token = token
 				err := call(other)
-				if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
-					t.Errorf("with token %q: error %v, want HTTP 401", token, err)
+				if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !errors.Is(err, ErrRefused) {
+					t.Errorf("with token %q: error %v, want HTTP 401 and ErrRefused", token, err)
 				}
 			}
 		})
@@ -322,5 +323,41 @@ func TestObserverRuns(t *testing.T) {
 	o.Forget(name)
 	if o.Clusters() != 0 {
 		t.Error("Forget() kept the state")
+	}
+}
+
+// TestReadTellsARefusedToken: a read where a peer refused the token says
+// so, and only then, so that the reconciler reads the token again.
+func TestReadTellsARefusedToken(t *testing.T) {
+	refused := fmt.Errorf("GET /routes/summary: HTTP 401: invalid token: %w", ErrRefused)
+	unreachable := errors.New("dial tcp: connection refused")
+	for _, tc := range []struct {
+		name    string
+		answers map[string]error
+		want    bool
+	}{
+		{name: "every peer answers", answers: map[string]error{"10.0.0.1": nil, "10.0.0.2": nil}},
+		{name: "one peer refuses the token", answers: map[string]error{"10.0.0.1": nil, "10.0.0.2": refused}, want: true},
+		{name: "one peer unreachable", answers: map[string]error{"10.0.0.1": nil, "10.0.0.2": unreachable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &scriptedClient{answer: func(tg Target) (*peerstatus.Summary, error) {
+				if err := tc.answers[tg.IP]; err != nil {
+					return nil, err
+				}
+				return &peerstatus.Summary{BootID: "b-" + tg.IP}, nil
+			}}
+			o := &Observer{Client: sc}
+			c := o.State(types.NamespacedName{Namespace: "mq", Name: "ns1"}, "uid-1")
+			c.TokenRefused = !tc.want
+			targets := map[int32]Target{}
+			for i, ip := range []string{"10.0.0.1", "10.0.0.2"} {
+				targets[int32(i)] = Target{IP: ip, Port: 8080, Token: "t"}
+			}
+			o.Read(context.Background(), c, targets, time.Now(), "f1")
+			if c.TokenRefused != tc.want {
+				t.Errorf("TokenRefused = %v, want %v", c.TokenRefused, tc.want)
+			}
+		})
 	}
 }
