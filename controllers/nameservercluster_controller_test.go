@@ -468,14 +468,21 @@ var _ = Describe("NameServerCluster", func() {
 		readyPods(ns, "kscale", 0, 1, 2)
 		settleStatefulSet(ns, "kscale")
 		c := &v1alpha1.NameServerCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kscale"}}
-		scale := &autoscalingv1.Scale{}
 		Eventually(func(g Gomega) {
+			scale := &autoscalingv1.Scale{}
 			g.Expect(k8sClient.SubResource("scale").Get(testCtx, c, scale)).To(Succeed())
 			g.Expect(scale.Status.Replicas).To(BeEquivalentTo(3))
 			g.Expect(scale.Status.Selector).To(Equal("app.kubernetes.io/instance=kscale,app.kubernetes.io/name=namesrv"))
 		}).Should(Succeed())
-		scale.Spec.Replicas = 4
-		Expect(k8sClient.SubResource("scale").Update(testCtx, c, client.WithSubResourceBody(scale))).To(Succeed())
+		// The scale carries the cluster's resourceVersion, which the
+		// operator's status writes move on: like kubectl scale, read it
+		// again and retry on a conflict.
+		Eventually(func(g Gomega) {
+			scale := &autoscalingv1.Scale{}
+			g.Expect(k8sClient.SubResource("scale").Get(testCtx, c, scale)).To(Succeed())
+			scale.Spec.Replicas = 4
+			g.Expect(k8sClient.SubResource("scale").Update(testCtx, c, client.WithSubResourceBody(scale))).To(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getCluster(g, ns, "kscale").Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
 			g.Expect(statefulSetReplicas(g, ns, "kscale")).To(BeEquivalentTo(4))
