@@ -274,12 +274,9 @@ func render(dir, docDir string, cmp *comparison) (string, error) {
 		if !found {
 			return "", fmt.Errorf("-compare: no curve CSV in %s", cmp.dir)
 		}
-		readme := ""
-		if _, err := os.Stat(filepath.Join(cmp.dir, "README.md")); err == nil {
-			readme = fmt.Sprintf(" ([how they were measured](%s/README.md))", cmpLink)
-		}
-		fmt.Fprintf(&b, "- beside: %s, dashed in the figures and in the tables after ours, from [%s](%s/)%s:\n",
-			cmp.label, cmpLink, cmpLink, readme)
+		// The directory's link shows its notes on how they were measured.
+		fmt.Fprintf(&b, "- beside: %s, dashed in the figures and in the tables after ours, from [%s](%s/) (how they were measured: in that directory):\n",
+			cmp.label, cmpLink, cmpLink)
 		if err := runLines(&b, cmp.dir, "  "); err != nil {
 			return "", err
 		}
